@@ -1,0 +1,89 @@
+/**
+ * Shared vocabulary of hallpass: operations, targets, questions, answers, rules.
+ * Pure types and tiny helpers only; nothing here touches the kernel.
+ */
+
+/** The three mediated categories (SPEC §3). */
+export type Op = "write" | "exec" | "connect";
+export const OPS: readonly Op[] = ["write", "exec", "connect"];
+
+/**
+ * A path scope: `exact` covers one path, `tree` covers a directory and everything below it
+ * (written `DIR/**`). Paths are absolute and normalised (no `.`/`..`, no trailing slash).
+ */
+export interface PathScope {
+  kind: "exact" | "tree";
+  path: string;
+}
+
+/** How a question was answered (SPEC §2 `--ask-program`, SPEC §4 keys). */
+export type AnswerKind = "once" | "for" | "always" | "deny" | "never";
+
+export interface Answer {
+  kind: AnswerKind;
+  /** For `for`: how long the grant lasts, in milliseconds. */
+  durationMs?: number;
+  /** The scope `[t]`/`[a]`/`[n]` cover, as written in rules (`/dir/**`, `/file`, a connect DEST). */
+  scope?: string;
+  /** Who answered: `no-ask`, `ask-program`, `terminal`, `timeout`, `rule`, … */
+  by: string;
+}
+
+/** One question put to a person or an ask program. Everything in it that came from the sandbox is hostile. */
+export interface Question {
+  /** Unique within the session. */
+  id: number;
+  op: Op;
+  /** Thread-group id of the process that asked. */
+  pid: number;
+  /** The process name (`comm`). */
+  name: string;
+  /** The whole target: a path, a program and its arguments, a destination. */
+  target: string;
+  /** For exec: the argument vector, when it could be read. */
+  argv?: string[];
+  /** The system call that was trapped (`openat`, `mkdir`, …) or `request` for hallpass-request. */
+  syscall: string;
+  /** Command lines from the asking process up to the command hallpass started. */
+  chain: string[];
+  /** Scope that `[t]`/`[a]` cover unless changed; one of `scopes`. */
+  suggestedScope: string;
+  /** Scopes the person can move between, narrowest first. */
+  scopes: string[];
+  /** hallpass-request `--reason`: the program's own words. */
+  reason?: string;
+  /** A warning to show (e.g. the sandbox can write the program it wants to run). */
+  warning?: string;
+  /** For hallpass-request: the requested grant duration (ms), if any. */
+  requestedForMs?: number;
+}
+
+/** A backend that answers questions: no-ask, an ask program, the terminal bar, a remote one. */
+export interface AskBackend {
+  readonly name: string;
+  /** Resolves with the answer; must never reject (a failure is a deny). */
+  ask(q: Question, signal: AbortSignal): Promise<Answer>;
+  close(): Promise<void> | void;
+}
+
+/** Where a rule came from, for `hallpass rules` and error messages. */
+export type RuleSource =
+  | { kind: "cli"; option: string }
+  | { kind: "file"; file: string; line: number; project: boolean }
+  | { kind: "answer"; by: string }
+  | { kind: "request"; requestId: number }
+  | { kind: "builtin"; what: string };
+
+export interface Rule {
+  effect: "allow" | "deny";
+  op: Op;
+  /** The target as written (normalised), e.g. `/home/me/.npm/**`, `@system`, `tcp:127.0.0.1:80`. */
+  target: string;
+  /** Absolute expiry time (ms since epoch), if any. */
+  expiresAt?: number;
+  source: RuleSource;
+}
+
+export class UsageError extends Error {
+  override name = "UsageError";
+}
