@@ -1,0 +1,174 @@
+/**
+ * The prompt bar (SPEC §4): state → layout → render. Pure: nothing here reads keys or writes to a terminal.
+ *
+ * The bar takes 5 rows; 6 with an exec warning or a hallpass-request reason; 7 with both. The extra lines go
+ * above the five lines of SPEC §4 so those stay together, in order, with the keys on the bottom row.
+ *
+ * `[D]` (shift-d) denies this question and every pending one from the same process; it always works, and line 5
+ * names it (`[D] deny all from pid N`) whenever other questions from that pid are waiting.
+ *
+ * @example
+ * ```ts
+ * import { handleKey, layout, render } from "./prompt_bar.ts";
+ * let state = { question, queued: 0, sameProcessQueued: 0, scopeIndex: 0, forMs: 300_000 };
+ * const out = render(layout(state, 80), 24, 80, "reverse"); // write `out` to the terminal
+ * const r = handleKey(state, "\x1b[D"); // widen the scope
+ * if (r.redraw) state = r.state;
+ * ```
+ */
+
+import type { Answer, Question } from "../types.ts";
+import { formatDuration } from "../duration.ts";
+import { displayWidth, truncateEnd, truncateMiddle, visible } from "./sanitize.ts";
+
+/** What the bar shows. */
+export interface BarState {
+  /** The question on screen. */
+  question: Question;
+  /** How many other questions wait behind it. */
+  queued: number;
+  /** How many of those come from the same pid as `question` (for the `[D]` hint). */
+  sameProcessQueued?: number;
+  /** Index into `question.scopes` of the scope `[t]`/`[a]`/`[n]` cover. */
+  scopeIndex: number;
+  /** Duration of the `[t]` answer. */
+  forMs: number;
+}
+
+/** Index of the suggested scope in `q.scopes` (0 when it is not among them). */
+export function initialScopeIndex(q: Question): number {
+  const i = q.scopes.indexOf(q.suggestedScope);
+  return i < 0 ? 0 : i;
+}
+
+/** The scope the bar currently offers. */
+export function currentScope(state: BarState): string {
+  const { scopes, suggestedScope } = state.question;
+  return scopes[state.scopeIndex] ?? suggestedScope;
+}
+
+const VERB: Record<Question["op"], string> = { write: "write", exec: "run", connect: "connect to" };
+
+/**
+ * The bar's lines, each at most `cols` cells wide: [warning], [reason], then SPEC §4's five lines. Every piece
+ * of text from the sandbox passes through {@linkcode visible}.
+ */
+export function layout(state: BarState, cols: number): string[] {
+  const q = state.question;
+  const w = Math.max(cols, 1);
+  const lines: string[] = [];
+  if (q.warning) lines.push(truncateEnd(`warning: ${visible(q.warning)}`, w));
+  if (q.reason !== undefined) {
+    lines.push(truncateEnd(`reason (the program's words): "${visible(q.reason)}"`, w));
+  }
+  const more = state.queued > 0 ? ` (+${state.queued} more)` : "";
+  lines.push(truncateEnd(`hallpass: ${visible(q.name)} (pid ${q.pid}) wants to ${VERB[q.op]}${more}`, w));
+  lines.push(truncateMiddle(visible(q.target), w));
+  lines.push(truncateEnd(`by: ${q.chain.map(visible).join(" ← ")}`, w));
+  const prefix = "[t] and [a] allow: ";
+  lines.push(prefix + truncateMiddle(visible(currentScope(state)), Math.max(w - displayWidth(prefix), 1)));
+  let keys = `[o] allow once  [t] for ${formatDuration(state.forMs)}  [a] always  [d] deny  [n] never`;
+  if ((state.sameProcessQueued ?? 0) > 0) keys += `  [D] deny all from pid ${q.pid}`;
+  lines.push(truncateEnd(keys, w));
+  return lines.map((l) => truncateEnd(l, w));
+}
+
+/** What a key did. `answer` answers the question on screen; `denyAllFromPid` also denies its pid's others. */
+export interface KeyResult {
+  state: BarState;
+  answer?: Answer;
+  denyAllFromPid?: boolean;
+  redraw: boolean;
+}
+
+const WIDEN = new Set(["\x1b[D", "\x1b[A", "\x1bOD", "\x1bOA"]);
+const NARROW = new Set(["\x1b[C", "\x1b[B", "\x1bOC", "\x1bOB"]);
+
+/**
+ * Handles one key (as split by {@linkcode splitKeys}). Never draws. Ctrl-C counts as `[d]`: a person who presses
+ * it wants the operation stopped, and an unanswered pause would only hold the program longer.
+ */
+export function handleKey(state: BarState, key: string): KeyResult {
+  const scope = currentScope(state);
+  const by = "terminal";
+  switch (key) {
+    case "o":
+    case "O":
+      return { state, answer: { kind: "once", by }, redraw: false };
+    case "t":
+    case "T":
+      return { state, answer: { kind: "for", durationMs: state.forMs, scope, by }, redraw: false };
+    case "a":
+    case "A":
+      return { state, answer: { kind: "always", scope, by }, redraw: false };
+    case "d":
+    case "\x03":
+      return { state, answer: { kind: "deny", by }, redraw: false };
+    case "n":
+    case "N":
+      return { state, answer: { kind: "never", scope, by }, redraw: false };
+    case "D":
+      return { state, answer: { kind: "deny", by }, denyAllFromPid: true, redraw: false };
+  }
+  const last = Math.max(state.question.scopes.length - 1, 0);
+  if (WIDEN.has(key) || NARROW.has(key)) {
+    const step = WIDEN.has(key) ? 1 : -1;
+    const scopeIndex = Math.min(Math.max(state.scopeIndex + step, 0), last);
+    if (scopeIndex === state.scopeIndex) return { state, redraw: false };
+    return { state: { ...state, scopeIndex }, redraw: true };
+  }
+  return { state, redraw: false }; // Enter and everything else: nothing
+}
+
+/**
+ * Splits a chunk read from the terminal into keys: CSI and SS3 sequences whole (`\x1b[1;5D`, `\x1bOA`), every
+ * other character alone. A lone ESC at the end is a key of its own.
+ */
+export function splitKeys(chunk: string): string[] {
+  const keys: string[] = [];
+  // deno-lint-ignore no-control-regex
+  const re = /\x1b\[[0-?]*[ -/]*[@-~]|\x1bO[@-~]|\x1b[^[O]|[\s\S]/yu;
+  let m: RegExpExecArray | null;
+  re.lastIndex = 0;
+  while (re.lastIndex < chunk.length && (m = re.exec(chunk)) !== null) keys.push(m[0]);
+  return keys;
+}
+
+/** How the bar looks: reverse video, or white on blue. */
+export type BarStyle = "reverse" | "color";
+
+const STYLE_SGR: Record<BarStyle, string> = { reverse: "\x1b[0;7m", color: "\x1b[0;97;44m" };
+
+/** Sequences put inside the save/restore pair, e.g. to select ASCII and leave insert mode (see screen.ts). */
+export interface RenderGuard {
+  pre: string;
+  post: string;
+}
+
+/**
+ * The escape sequence drawing `lines` over the bottom rows of a `rows`×`cols` terminal: `ESC 7` (save cursor and
+ * attributes), per row CUP + SGR reset + text padded with spaces to exactly `cols` cells, `ESC 8`. Never touches
+ * the scroll region or modes (a `guard` from the screen mirror may switch charsets/insert mode and back).
+ * Rows are padded instead of erased with EL: after a write to the last column the cursor sits there with a
+ * pending wrap, and EL would erase that last cell. When the terminal has fewer rows than lines, the bottom
+ * lines win (the keys).
+ */
+export function render(
+  lines: string[],
+  rows: number,
+  cols: number,
+  style: BarStyle,
+  guard?: RenderGuard,
+): string {
+  if (rows <= 0 || cols <= 0) return "";
+  const shown = lines.slice(Math.max(lines.length - rows, 0));
+  const top = rows - shown.length; // 0-based first row
+  let out = "\x1b7" + (guard?.pre ?? "");
+  shown.forEach((line, i) => {
+    const text = truncateEnd(line, cols);
+    out += `\x1b[${top + i + 1};1H\x1b[0m${STYLE_SGR[style]}${text}${
+      " ".repeat(cols - displayWidth(text))
+    }\x1b[0m`;
+  });
+  return out + (guard?.post ?? "") + "\x1b8";
+}

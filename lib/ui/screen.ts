@@ -1,0 +1,376 @@
+/**
+ * Screen preservation while the prompt bar is up.
+ *
+ * A {@linkcode ScreenMirror} is an @xterm/headless model fed every byte written to the real terminal. A
+ * {@linkcode ScreenGate} sits between the program's output and the real terminal:
+ *
+ * * bar down: output goes to the terminal and into the mirror, in order;
+ * * bar up: the bar is drawn over the bottom rows; output is buffered (neither written nor fed), so the real
+ *   terminal and the mirror both stay exactly as they were when the bar opened;
+ * * bar closes: the rows the bar covered are repainted from the mirror (cells, colours, attributes, wide
+ *   characters), the cursor, SGR, charset, insert/origin modes and the DECSC save slot are put back as the model
+ *   has them, and then the buffered output is written (and fed) as if nothing had happened.
+ *
+ * The buffer is capped ({@linkcode ScreenGate.shouldPause}): past the cap the pump stops reading the pty master
+ * until the bar closes, so the program blocks on its own writes and nothing is lost.
+ *
+ * Limits: the model is xterm.js (Unicode 6 widths, its reflow on resize); after a resize while the bar is up the
+ * whole screen is repainted from the model. Per-cell hyperlinks (OSC 8) and the soft-wrap flags of repainted
+ * rows are not restored.
+ */
+
+import xterm from "@xterm/headless";
+import type { BarStyle, RenderGuard } from "./prompt_bar.ts";
+import { render } from "./prompt_bar.ts";
+
+type Terminal = InstanceType<typeof xterm.Terminal>;
+
+/** The attribute accessors xterm.js cells and its internal attribute data share. */
+interface Attrs {
+  isBold(): number;
+  isDim(): number;
+  isItalic(): number;
+  isUnderline(): number;
+  isBlink(): number;
+  isInverse(): number;
+  isInvisible(): number;
+  isStrikethrough(): number;
+  isOverline(): number;
+  getFgColorMode(): number;
+  getBgColorMode(): number;
+  getFgColor(): number;
+  getBgColor(): number;
+  getUnderlineStyle?(): number;
+  getUnderlineColorMode?(): number;
+  getUnderlineColor?(): number;
+}
+
+const CM_P16 = 0x1000000;
+const CM_P256 = 0x2000000;
+const CM_RGB = 0x3000000;
+
+function colour(mode: number, value: number, base: number, bright: number, ext: number): string {
+  if (mode === CM_P16) return value < 8 ? `;${base + value}` : `;${bright + value - 8}`;
+  if (mode === CM_P256) return `;${ext};5;${value}`;
+  if (mode === CM_RGB) return `;${ext};2;${(value >> 16) & 255};${(value >> 8) & 255};${value & 255}`;
+  return "";
+}
+
+/** The SGR sequence that sets exactly `a` (starting from a reset). */
+export function sgrFor(a: Attrs): string {
+  let s = "\x1b[0";
+  if (a.isBold()) s += ";1";
+  if (a.isDim()) s += ";2";
+  if (a.isItalic()) s += ";3";
+  if (a.isUnderline()) {
+    const style = a.getUnderlineStyle?.() ?? 1;
+    s += style > 1 ? `;4:${style}` : ";4";
+  }
+  if (a.isBlink()) s += ";5";
+  if (a.isInverse()) s += ";7";
+  if (a.isInvisible()) s += ";8";
+  if (a.isStrikethrough()) s += ";9";
+  if (a.isOverline()) s += ";53";
+  s += colour(a.getFgColorMode(), a.getFgColor(), 30, 90, 38);
+  s += colour(a.getBgColorMode(), a.getBgColor(), 40, 100, 48);
+  if (a.isUnderline() && a.getUnderlineColorMode && a.getUnderlineColor) {
+    const m = a.getUnderlineColorMode();
+    if (m === CM_P16 || m === CM_P256) s += `;58;5;${a.getUnderlineColor()}`;
+    else if (m === CM_RGB) s += colour(m, a.getUnderlineColor(), 0, 0, 58);
+  }
+  return s + "m";
+}
+
+// deno-lint-ignore no-explicit-any
+type Internals = any;
+
+/** Maps xterm.js charset tables back to their designator letters (the tables are module-level singletons). */
+let charsetFlags: Map<unknown, string> | null = null;
+function charsetFlag(charset: unknown): string {
+  if (charset === undefined || charset === null) return "B";
+  if (!charsetFlags) {
+    charsetFlags = new Map();
+    const probe = new xterm.Terminal({ cols: 2, rows: 1, allowProposedApi: true });
+    const core = (probe as Internals)._core;
+    for (const f of "0AB4C5RQKYE6ZH7=") {
+      core._inputHandler.selectCharset("(" + f);
+      const cs = core._charsetService.charset;
+      if (cs) charsetFlags.set(cs, f);
+    }
+    probe.dispose();
+  }
+  return charsetFlags.get(charset) ?? "B";
+}
+
+/** A headless model of what the real terminal shows. */
+export class ScreenMirror {
+  readonly term: Terminal;
+  #pending: Promise<void> = Promise.resolve();
+
+  constructor(cols: number, rows: number, opts: { scrollback?: number } = {}) {
+    this.term = new xterm.Terminal({ cols, rows, scrollback: opts.scrollback ?? 0, allowProposedApi: true });
+  }
+
+  get cols(): number {
+    return this.term.cols;
+  }
+  get rows(): number {
+    return this.term.rows;
+  }
+
+  /** Feeds bytes (or text) the real terminal received. */
+  write(data: Uint8Array | string): Promise<void> {
+    const done = new Promise<void>((resolve) => this.term.write(data, resolve));
+    this.#pending = done;
+    return done;
+  }
+
+  /** Resolves once everything fed so far is parsed. */
+  settled(): Promise<void> {
+    return this.#pending;
+  }
+
+  resize(cols: number, rows: number): void {
+    if (cols > 0 && rows > 0 && (cols !== this.cols || rows !== this.rows)) this.term.resize(cols, rows);
+  }
+
+  dispose(): void {
+    this.term.dispose();
+  }
+
+  get #core(): Internals {
+    return (this.term as Internals)._core;
+  }
+
+  /**
+   * Sequences that make drawing plain text safe whatever modes the program left on (G0 ASCII, GL = G0, insert
+   * mode off, origin mode off) and that put those modes back. For use between `ESC 7` and `ESC 8`.
+   */
+  guard(): RenderGuard {
+    const core = this.#core;
+    const cs = core._charsetService;
+    const insert = !!core.coreService?.modes?.insertMode;
+    const origin = !!core.coreService?.decPrivateModes?.origin;
+    const g0 = charsetFlag(cs?._charsets?.[0]);
+    const glevel: number = cs?.glevel ?? 0;
+    let pre = "";
+    let post = "";
+    if (insert) (pre += "\x1b[4l"), (post = "\x1b[4h" + post);
+    if (origin) (pre += "\x1b[?6l"), (post = "\x1b[?6h" + post);
+    if (g0 !== "B") (pre += "\x1b(B"), (post = `\x1b(${g0}` + post);
+    if (glevel !== 0) (pre += "\x0f"), (post = ["", "\x0e", "\x1bn", "\x1bo"][glevel] + post);
+    return { pre, post };
+  }
+
+  /**
+   * The escape sequence that repaints screen rows [r0, r1) exactly as the model has them, then restores the
+   * model's DECSC slot, cursor (including a pending wrap), SGR attributes, charsets and insert/origin modes.
+   * Call after {@linkcode settled}.
+   */
+  repaint(r0: number, r1: number): string {
+    const buf = this.term.buffer.active;
+    const cols = this.cols;
+    const core = this.#core;
+    const ib = core._inputHandler;
+    const b = core.buffer; // the active internal buffer
+    const cs = core._charsetService;
+    const insert = !!core.coreService?.modes?.insertMode;
+    const origin = !!core.coreService?.decPrivateModes?.origin;
+    let out = "";
+    if (insert) out += "\x1b[4l";
+    if (origin) out += "\x1b[?6l";
+    out += "\x1b(B\x0f";
+    const cellSgr = (x: number, y: number): { sgr: string; chars: string; width: number } | null => {
+      const line = buf.getLine(buf.baseY + y);
+      const cell = line?.getCell(x);
+      if (!cell) return null;
+      return { sgr: sgrFor(cell as unknown as Attrs), chars: cell.getChars() || " ", width: cell.getWidth() };
+    };
+    for (let y = Math.max(r0, 0); y < Math.min(r1, this.rows); y++) {
+      out += `\x1b[${y + 1};1H`;
+      let last = "";
+      for (let x = 0; x < cols; x++) {
+        const c = cellSgr(x, y);
+        if (!c) {
+          out += "\x1b[0m ";
+          last = "\x1b[0m";
+          continue;
+        }
+        if (c.width === 0) continue; // second half of a wide character
+        if (c.sgr !== last) (out += c.sgr), (last = c.sgr);
+        out += c.chars;
+      }
+    }
+    // The DECSC slot (ESC 8 by the program later must land where it would have).
+    const savedY = Math.max(0, Math.min(this.rows - 1, (b?.savedY ?? 0) - (b?.ybase ?? 0)));
+    const savedX = Math.max(0, Math.min(cols - 1, b?.savedX ?? 0));
+    const savedCharset = charsetFlag(b?.savedCharset);
+    out += `\x1b[${savedY + 1};${savedX + 1}H`;
+    if (b?.savedCurAttrData) out += sgrFor(b.savedCurAttrData);
+    out += `\x1b(${savedCharset}\x1b7\x1b(B`;
+    // The cursor.
+    if (origin) out += "\x1b[?6h";
+    const x: number = b?.x ?? buf.cursorX;
+    const y: number = b?.y ?? buf.cursorY;
+    const rowOff = origin ? (b?.scrollTop ?? 0) : 0;
+    if (x >= cols) {
+      // Pending wrap: print the last cell again so the terminal is in the same state.
+      let lx = cols - 1;
+      if (cellSgr(lx, y)?.width === 0) lx--;
+      const c = cellSgr(lx, y);
+      out += `\x1b[${y - rowOff + 1};${lx + 1}H`;
+      if (c) out += c.sgr + c.chars;
+    } else {
+      out += `\x1b[${y - rowOff + 1};${x + 1}H`;
+    }
+    if (ib?._curAttrData) out += sgrFor(ib._curAttrData);
+    else out += "\x1b[0m";
+    const g0 = charsetFlag(cs?._charsets?.[0]);
+    if (g0 !== "B") out += `\x1b(${g0}`;
+    const glevel: number = cs?.glevel ?? 0;
+    if (glevel !== 0) out += ["", "\x0e", "\x1bn", "\x1bo"][glevel];
+    if (insert) out += "\x1b[4h";
+    return out;
+  }
+}
+
+/** Writes to the real terminal, in order; may be async. */
+export type TerminalWrite = (data: Uint8Array | string) => void | Promise<void>;
+
+/** Default output buffer cap while the bar is up. */
+export const DEFAULT_MAX_BUFFER = 16 * 1024 * 1024;
+
+/** The program's output, the bar and the mirror, kept in order. See the module comment. */
+export class ScreenGate {
+  readonly mirror: ScreenMirror;
+  readonly #write: TerminalWrite;
+  readonly #maxBuffer: number;
+  readonly #style: BarStyle;
+  #chain: Promise<void> = Promise.resolve();
+  #buffered: Uint8Array[] = [];
+  #bufferedBytes = 0;
+  #barLines: string[] | null = null;
+  /** Bottom rows the bar has covered since it opened (the repaint on close). */
+  #coveredRows = 0;
+  #fullRepaint = false;
+  #resumeWaiters: (() => void)[] = [];
+
+  constructor(
+    mirror: ScreenMirror,
+    write: TerminalWrite,
+    opts: { maxBuffer?: number; style?: BarStyle } = {},
+  ) {
+    this.mirror = mirror;
+    this.#write = write;
+    this.#maxBuffer = opts.maxBuffer ?? DEFAULT_MAX_BUFFER;
+    this.#style = opts.style ?? "reverse";
+  }
+
+  get barUp(): boolean {
+    return this.#barLines !== null;
+  }
+
+  /** Bytes held back while the bar is up. */
+  get bufferedBytes(): number {
+    return this.#bufferedBytes;
+  }
+
+  #enqueue(op: () => void | Promise<void>): Promise<void> {
+    this.#chain = this.#chain.then(op).catch(() => {});
+    return this.#chain;
+  }
+
+  /** The program's output. Never dropped. */
+  output(chunk: Uint8Array): void {
+    if (chunk.length === 0) return;
+    if (this.#barLines !== null) {
+      this.#buffered.push(chunk);
+      this.#bufferedBytes += chunk.length;
+      return;
+    }
+    this.#enqueue(async () => {
+      this.mirror.write(chunk);
+      await this.#write(chunk);
+    });
+  }
+
+  /** True when the pump should stop reading the pty master until {@linkcode whenFlowing} resolves. */
+  shouldPause(): boolean {
+    return this.#barLines !== null && this.#bufferedBytes >= this.#maxBuffer;
+  }
+
+  /** Resolves when output flows again (at once if it does). */
+  whenFlowing(): Promise<void> {
+    if (!this.shouldPause()) return Promise.resolve();
+    return new Promise((resolve) => this.#resumeWaiters.push(resolve));
+  }
+
+  /** Shows (or replaces) the bar. */
+  showBar(lines: string[]): Promise<void> {
+    const wasUp = this.#barLines !== null;
+    const previous = this.#coveredRows;
+    this.#barLines = lines;
+    if (!wasUp) this.#coveredRows = 0;
+    return this.#enqueue(async () => {
+      await this.mirror.settled();
+      const rows = this.mirror.rows;
+      let out = "";
+      const height = Math.min(lines.length, rows);
+      // A shorter bar than before: give the freed rows back first.
+      if (wasUp && height < previous) out += this.mirror.repaint(rows - previous, rows - height);
+      this.#coveredRows = Math.max(this.#coveredRows, height);
+      out += render(lines, rows, this.mirror.cols, this.#style, this.mirror.guard());
+      await this.#write(out);
+    });
+  }
+
+  /** Closes the bar: repaints what it covered, then writes what was held back. */
+  closeBar(): Promise<void> {
+    if (this.#barLines === null) return this.#chain;
+    this.#barLines = null;
+    const held = this.#buffered;
+    this.#buffered = [];
+    this.#bufferedBytes = 0;
+    const full = this.#fullRepaint;
+    this.#fullRepaint = false;
+    const covered = this.#coveredRows;
+    this.#coveredRows = 0;
+    const p = this.#enqueue(async () => {
+      await this.mirror.settled();
+      const rows = this.mirror.rows;
+      await this.#write(this.mirror.repaint(full ? 0 : Math.max(rows - covered, 0), rows));
+      for (const chunk of held) {
+        this.mirror.write(chunk);
+        await this.#write(chunk);
+      }
+    });
+    const waiters = this.#resumeWaiters;
+    this.#resumeWaiters = [];
+    for (const w of waiters) w();
+    return p;
+  }
+
+  /**
+   * The real terminal changed size: resize the model; with the bar up, repaint everything from the model and draw
+   * the bar again (`lines`: its layout for the new width; default the old lines).
+   */
+  resize(cols: number, rows: number, lines?: string[]): Promise<void> {
+    if (lines && this.#barLines !== null) this.#barLines = lines;
+    return this.#enqueue(async () => {
+      await this.mirror.settled();
+      this.mirror.resize(cols, rows);
+      if (this.#barLines === null) return;
+      this.#fullRepaint = true;
+      const lines = this.#barLines;
+      this.#coveredRows = Math.min(lines.length, rows);
+      await this.#write(
+        this.mirror.repaint(0, rows) + render(lines, rows, cols, this.#style, this.mirror.guard()),
+      );
+    });
+  }
+
+  /** Resolves when everything queued so far has been written. */
+  flushed(): Promise<void> {
+    return this.#chain;
+  }
+}
