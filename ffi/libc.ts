@@ -1,0 +1,287 @@
+/**
+ * libc through Deno FFI: the system calls the supervisor needs, with typed wrappers.
+ * No raw pointer leaves this module: callers pass and get Uint8Array buffers and numbers.
+ * The library is opened lazily, once per thread (a Worker has its own isolate and opens its own).
+ * errno is read with __errno_location() right after each synchronous call on the same thread.
+ */
+import { SysError } from "./errors.ts";
+
+const SYMBOLS = {
+  __errno_location: { parameters: [], result: "pointer" }, // int *__errno_location(void)
+  syscall6: { name: "syscall", parameters: ["i64", "i64", "i64", "i64", "i64", "i64", "i64"], result: "i64" }, // long syscall(long nr, ...)
+  ioctl_p: { name: "ioctl", parameters: ["i32", "u64", "buffer"], result: "i32" }, // int ioctl(int fd, unsigned long req, void *arg)
+  ioctl_n: { name: "ioctl", parameters: ["i32", "u64", "u64"], result: "i32" },
+  close: { parameters: ["i32"], result: "i32" }, // int close(int fd)
+  read: { parameters: ["i32", "buffer", "usize"], result: "isize" }, // ssize_t read(int, void *, size_t)
+  read_nb: { name: "read", parameters: ["i32", "buffer", "usize"], result: "isize", nonblocking: true },
+  write: { parameters: ["i32", "buffer", "usize"], result: "isize" }, // ssize_t write(int, const void *, size_t)
+  poll: { parameters: ["buffer", "u64", "i32"], result: "i32" }, // int poll(struct pollfd *, nfds_t, int)
+  socketpair: { parameters: ["i32", "i32", "i32", "buffer"], result: "i32" }, // int socketpair(int, int, int, int[2])
+  sendmsg: { parameters: ["i32", "buffer", "i32"], result: "isize" }, // ssize_t sendmsg(int, const struct msghdr *, int)
+  recvmsg: { parameters: ["i32", "buffer", "i32"], result: "isize" }, // ssize_t recvmsg(int, struct msghdr *, int)
+  fcntl: { parameters: ["i32", "i32", "i32"], result: "i32" }, // int fcntl(int, int, int)
+  memfd_create: { parameters: ["buffer", "u32"], result: "i32" }, // int memfd_create(const char *, unsigned)
+  openat: { parameters: ["i32", "buffer", "i32", "u32"], result: "i32" }, // int openat(int, const char *, int, mode_t)
+  mkdirat: { parameters: ["i32", "buffer", "u32"], result: "i32" },
+  mknodat: { parameters: ["i32", "buffer", "u32", "u64"], result: "i32" },
+  unlinkat: { parameters: ["i32", "buffer", "i32"], result: "i32" },
+  renameat2: { parameters: ["i32", "buffer", "i32", "buffer", "u32"], result: "i32" },
+  linkat: { parameters: ["i32", "buffer", "i32", "buffer", "i32"], result: "i32" },
+  symlinkat: { parameters: ["buffer", "i32", "buffer"], result: "i32" },
+  fchmodat: { parameters: ["i32", "buffer", "u32", "i32"], result: "i32" },
+  fchownat: { parameters: ["i32", "buffer", "u32", "u32", "i32"], result: "i32" },
+  fchmod: { parameters: ["i32", "u32"], result: "i32" },
+  fchown: { parameters: ["i32", "u32", "u32"], result: "i32" },
+  ftruncate: { parameters: ["i32", "i64"], result: "i32" },
+  utimensat: { parameters: ["i32", "buffer", "buffer", "i32"], result: "i32" },
+  setxattr: { parameters: ["buffer", "buffer", "buffer", "usize", "i32"], result: "i32" },
+  removexattr: { parameters: ["buffer", "buffer"], result: "i32" },
+  lsetxattr: { parameters: ["buffer", "buffer", "buffer", "usize", "i32"], result: "i32" },
+  lremovexattr: { parameters: ["buffer", "buffer"], result: "i32" },
+  fsetxattr: { parameters: ["i32", "buffer", "buffer", "usize", "i32"], result: "i32" },
+  fremovexattr: { parameters: ["i32", "buffer"], result: "i32" },
+  umask: { parameters: ["u32"], result: "u32" },
+  realpath: { parameters: ["buffer", "buffer"], result: "pointer" }, // char *realpath(const char *, char *)
+  readlink: { parameters: ["buffer", "buffer", "usize"], result: "isize" }, // ssize_t readlink(path, buf, size)
+  getpid: { parameters: [], result: "i32" },
+  kill: { parameters: ["i32", "i32"], result: "i32" },
+  prctl: { parameters: ["i32", "u64", "u64", "u64", "u64"], result: "i32" },
+} as const satisfies Deno.ForeignLibraryInterface;
+
+type Lib = Deno.DynamicLibrary<typeof SYMBOLS>["symbols"];
+let lib: Lib | null = null;
+let errnoPtr: Deno.PointerValue = null;
+
+export function libc(): Lib {
+  if (lib === null) {
+    lib = Deno.dlopen("libc.so.6", SYMBOLS).symbols;
+    errnoPtr = lib.__errno_location();
+  }
+  return lib;
+}
+
+/** errno of the last failed synchronous call on this thread. */
+export function errno(): number {
+  libc();
+  return new Deno.UnsafePointerView(errnoPtr!).getInt32();
+}
+
+/** Throws SysError when a libc call returned -1. */
+export function check(name: string, r: number | bigint): number {
+  const n = Number(r);
+  if (n < 0) throw new SysError(name, errno());
+  return n;
+}
+
+/** Returns -errno when a libc call failed, else its result: for emulation, which answers with the errno. */
+export function result(r: number | bigint): number {
+  const n = Number(r);
+  return n < 0 ? -errno() : n;
+}
+
+const enc = new TextEncoder();
+/** A NUL-terminated C string in a buffer of at least 128 bytes (V8 keeps smaller ones on its heap). */
+export function cstr(s: string | Uint8Array): Uint8Array<ArrayBuffer> {
+  const bytes = typeof s === "string" ? enc.encode(s) : s;
+  const buf = new Uint8Array(Math.max(128, bytes.length + 1));
+  buf.set(bytes);
+  return buf;
+}
+
+/**
+ * Raw system call; buffers are passed as addresses (ptrOf) so one FFI signature serves every call.
+ * Returns the kernel's result or -errno.
+ */
+export function sys(nr: number, ...args: (number | bigint)[]): number {
+  const a = args.map((x) => BigInt(x));
+  while (a.length < 6) a.push(0n);
+  const r = Number(libc().syscall6(BigInt(nr), a[0], a[1], a[2], a[3], a[4], a[5]));
+  return r < 0 ? -errno() : r;
+}
+
+export function ptrOf(buf: Uint8Array<ArrayBuffer>): bigint {
+  return BigInt(Deno.UnsafePointer.value(Deno.UnsafePointer.of(buf)));
+}
+
+export const AT_FDCWD = -100;
+export const O = {
+  RDONLY: 0,
+  WRONLY: 1,
+  RDWR: 2,
+  ACCMODE: 3,
+  CREAT: 0o100,
+  EXCL: 0o200,
+  NOCTTY: 0o400,
+  TRUNC: 0o1000,
+  APPEND: 0o2000,
+  NONBLOCK: 0o4000,
+  DIRECTORY: 0o200000,
+  NOFOLLOW: 0o400000,
+  CLOEXEC: 0o2000000,
+  PATH: 0o10000000,
+  TMPFILE: 0o20200000,
+} as const;
+export const AT = {
+  SYMLINK_NOFOLLOW: 0x100,
+  REMOVEDIR: 0x200,
+  SYMLINK_FOLLOW: 0x400,
+  EMPTY_PATH: 0x1000,
+} as const;
+
+export const SYS = {
+  seccomp: 317,
+  memfd_create: 319,
+  process_vm_readv: 310,
+  pidfd_open: 434,
+  pidfd_getfd: 438,
+  openat2: 437,
+  landlock_create_ruleset: 444,
+  landlock_add_rule: 445,
+  landlock_restrict_self: 446,
+} as const;
+
+export function close(fd: number): void {
+  if (fd >= 0) libc().close(fd);
+}
+
+export function memfdCreate(name: string, flags: number): number {
+  return check("memfd_create", libc().memfd_create(cstr(name), flags));
+}
+
+export function writeAll(fd: number, data: Uint8Array<ArrayBuffer>): void {
+  let off = 0;
+  while (off < data.length) {
+    const n = check("write", libc().write(fd, data.subarray(off), BigInt(data.length - off)));
+    off += n;
+  }
+}
+
+/** socketpair(AF_UNIX, SOCK_SEQPACKET|SOCK_CLOEXEC): both ends close-on-exec. */
+export function seqpacketPair(): [number, number] {
+  const fds = new Int32Array(32);
+  check("socketpair", libc().socketpair(1, 5 | 0o2000000, 0, new Uint8Array(fds.buffer)));
+  return [fds[0], fds[1]];
+}
+
+export function setCloexec(fd: number, on: boolean): void {
+  const F_GETFD = 1, F_SETFD = 2;
+  const cur = check("fcntl", libc().fcntl(fd, F_GETFD, 0));
+  check("fcntl", libc().fcntl(fd, F_SETFD, on ? cur | 1 : cur & ~1));
+}
+
+/** poll() on a few fds; returns revents per fd (0 when not ready), or null on timeout. */
+export function pollFds(fds: number[], timeoutMs: number): number[] | null {
+  const buf = new Uint8Array(Math.max(128, fds.length * 8));
+  const dv = new DataView(buf.buffer);
+  fds.forEach((fd, i) => {
+    dv.setInt32(i * 8, fd, true);
+    dv.setInt16(i * 8 + 4, 1 /* POLLIN */, true);
+  });
+  for (;;) {
+    const r = Number(libc().poll(buf, BigInt(fds.length), timeoutMs));
+    if (r < 0) {
+      const e = errno();
+      if (e === 4) continue;
+      throw new SysError("poll", e);
+    }
+    if (r === 0) return null;
+    return fds.map((_, i) => dv.getInt16(i * 8 + 6, true));
+  }
+}
+
+/** sendmsg with a payload and fds (SCM_RIGHTS). */
+export function sendWithFds(sock: number, payload: Uint8Array<ArrayBuffer>, fds: number[]): void {
+  const data = new Uint8Array(Math.max(128, payload.length));
+  data.set(payload);
+  const iov = new Uint8Array(128);
+  const iv = new DataView(iov.buffer);
+  iv.setBigUint64(0, ptrOf(data), true);
+  iv.setBigUint64(8, BigInt(payload.length), true);
+  const ctlLen = fds.length ? 16 + ((fds.length * 4 + 7) & ~7) : 0; // CMSG_SPACE
+  const ctl = new Uint8Array(Math.max(128, ctlLen));
+  const cv = new DataView(ctl.buffer);
+  if (fds.length) {
+    cv.setBigUint64(0, BigInt(16 + fds.length * 4), true); // cmsg_len = CMSG_LEN
+    cv.setInt32(8, 1, true); // SOL_SOCKET
+    cv.setInt32(12, 1, true); // SCM_RIGHTS
+    fds.forEach((fd, i) => cv.setInt32(16 + i * 4, fd, true));
+  }
+  const msg = new Uint8Array(128);
+  const mv = new DataView(msg.buffer);
+  mv.setBigUint64(16, ptrOf(iov), true); // msg_iov
+  mv.setBigUint64(24, 1n, true); // msg_iovlen
+  if (fds.length) {
+    mv.setBigUint64(32, ptrOf(ctl), true); // msg_control
+    mv.setBigUint64(40, BigInt(ctlLen), true); // msg_controllen
+  }
+  const MSG_NOSIGNAL = 0x4000;
+  check("sendmsg", libc().sendmsg(sock, msg, MSG_NOSIGNAL));
+}
+
+/** recvmsg of one packet; returns the payload and any fds received (made close-on-exec). */
+export function recvWithFds(sock: number, maxLen = 256): { data: Uint8Array; fds: number[] } {
+  const data = new Uint8Array(Math.max(128, maxLen));
+  const iov = new Uint8Array(128);
+  const iv = new DataView(iov.buffer);
+  iv.setBigUint64(0, ptrOf(data), true);
+  iv.setBigUint64(8, BigInt(maxLen), true);
+  const ctl = new Uint8Array(256);
+  const msg = new Uint8Array(128);
+  const mv = new DataView(msg.buffer);
+  mv.setBigUint64(16, ptrOf(iov), true);
+  mv.setBigUint64(24, 1n, true);
+  mv.setBigUint64(32, ptrOf(ctl), true);
+  mv.setBigUint64(40, BigInt(ctl.length), true);
+  const MSG_CMSG_CLOEXEC = 0x40000000;
+  let n: number;
+  for (;;) {
+    n = Number(libc().recvmsg(sock, msg, MSG_CMSG_CLOEXEC));
+    if (n >= 0) break;
+    const e = errno();
+    if (e !== 4) throw new SysError("recvmsg", e);
+  }
+  const fds: number[] = [];
+  const controllen = Number(mv.getBigUint64(40, true));
+  const cv = new DataView(ctl.buffer);
+  let off = 0;
+  while (off + 16 <= controllen) {
+    const len = Number(cv.getBigUint64(off, true));
+    if (len < 16) break;
+    if (cv.getInt32(off + 8, true) === 1 && cv.getInt32(off + 12, true) === 1) {
+      for (let p = off + 16; p + 4 <= off + len; p += 4) fds.push(cv.getInt32(p, true));
+    }
+    off += (len + 7) & ~7;
+  }
+  return { data: data.slice(0, n), fds };
+}
+
+export function setUmask(mask: number): number {
+  return libc().umask(mask);
+}
+
+const dec = new TextDecoder();
+const pathIn = new Uint8Array(8192);
+const pathOut = new Uint8Array(8192);
+
+function putPath(p: string): boolean {
+  const r = enc.encodeInto(p, pathIn);
+  if (r.read !== p.length || r.written >= pathIn.length - 1) return false;
+  pathIn[r.written] = 0;
+  return true;
+}
+
+/** realpath(3) without exceptions: the canonical path, or -errno. */
+export function realpath(p: string): string | number {
+  if (!putPath(p)) return -36;
+  const r = libc().realpath(pathIn, pathOut);
+  if (r === null) return -errno();
+  return dec.decode(pathOut.subarray(0, pathOut.indexOf(0)));
+}
+
+/** readlink(2) without exceptions: the link text, or -errno (EINVAL: not a symlink). */
+export function readlink(p: string): string | number {
+  if (!putPath(p)) return -36;
+  const n = Number(libc().readlink(pathIn, pathOut, BigInt(pathOut.length - 1)));
+  if (n < 0) return -errno();
+  return dec.decode(pathOut.subarray(0, n));
+}

@@ -1,0 +1,91 @@
+/**
+ * The seccomp filter as data: which system calls are trapped for the supervisor, which are always refused,
+ * and why. Pure; ffi/seccomp.ts compiles it. Everything not listed is allowed by the filter (Landlock still
+ * applies to it).
+ */
+import { NEW_SYSCALL_NUMBERS, WRITE_CALLS } from "./syscall_table.ts";
+
+export type FilterAction = { kind: "notify" } | { kind: "errno"; errno: number };
+
+export interface FilterArg {
+  arg: number;
+  /** libseccomp comparison: masked-equal ((arg & mask) == value) or equal. */
+  op: "masked_eq" | "eq";
+  mask?: bigint;
+  value: bigint;
+}
+
+export interface FilterEntry {
+  syscall: string | number;
+  action: FilterAction;
+  /** All must hold for this entry; several entries for one call are alternatives. */
+  args?: FilterArg[];
+  why: string;
+}
+
+const EPERM = 1, ENOSYS = 38;
+const NOTIFY: FilterAction = { kind: "notify" };
+
+export interface FilterOptions {
+  mediateConnect: boolean;
+}
+
+export function filterPlan(opts: FilterOptions): FilterEntry[] {
+  const plan: FilterEntry[] = [];
+  const sys = (name: string): string | number => NEW_SYSCALL_NUMBERS[name] ?? name;
+
+  for (const c of WRITE_CALLS) {
+    if (c.kind === "open" && typeof c.openFlags === "number") {
+      // Only opens that can write are trapped: reads never wait for the supervisor.
+      for (const bit of [0o1, 0o2, 0o100, 0o1000]) {
+        plan.push({
+          syscall: c.name,
+          action: NOTIFY,
+          args: [{ arg: c.openFlags, op: "masked_eq", mask: BigInt(bit), value: BigInt(bit) }],
+          why: `write: ${c.name} with a write, create or truncate flag`,
+        });
+      }
+      continue;
+    }
+    plan.push({ syscall: sys(c.name), action: NOTIFY, why: `write: ${c.name}` });
+  }
+
+  // exec is always trapped: hallpass-request's magic path must be answered even when exec is not mediated.
+  plan.push({ syscall: "execve", action: NOTIFY, why: "exec: program runs and hallpass-request" });
+  plan.push({ syscall: "execveat", action: NOTIFY, why: "exec: program runs by fd" });
+
+  if (opts.mediateConnect) {
+    for (const s of ["connect", "sendto", "sendmsg", "sendmmsg"]) {
+      plan.push({ syscall: s, action: NOTIFY, why: `connect: ${s}` });
+    }
+  }
+
+  const refuse = (syscall: string | number, errno: number, why: string, args?: FilterArg[]) =>
+    plan.push({ syscall, action: { kind: "errno", errno }, why, args });
+  // DESIGN §2.7: ways around the supervisor.
+  refuse("openat2", ENOSYS, "its flags live in a struct the filter cannot read; libc falls back to openat");
+  refuse("open_by_handle_at", EPERM, "opens by file handle, bypassing path checks");
+  refuse("io_uring_setup", ENOSYS, "io_uring operations bypass seccomp");
+  refuse("io_uring_enter", ENOSYS, "io_uring operations bypass seccomp");
+  refuse("io_uring_register", ENOSYS, "io_uring operations bypass seccomp");
+  refuse(sys("setxattrat"), ENOSYS, "new xattr call (Linux 6.13); libc falls back to setxattr");
+  refuse(sys("removexattrat"), ENOSYS, "new xattr call (Linux 6.13); libc falls back to removexattr");
+  // Terminal input injection: compare only the low 32 bits (the kernel ignores the high ones: CVE-2019-10063).
+  for (const req of [0x5412n /* TIOCSTI */, 0x541cn /* TIOCLINUX */]) {
+    refuse("ioctl", EPERM, "terminal input injection", [{ arg: 1, op: "masked_eq", mask: 0xffffffffn, value: req }]);
+  }
+  // User namespaces (and so new mount namespaces) are refused; clone3 keeps its flags in a struct.
+  const CLONE_NEWUSER = 0x10000000n;
+  refuse("unshare", EPERM, "user namespaces", [{
+    arg: 0,
+    op: "masked_eq",
+    mask: CLONE_NEWUSER,
+    value: CLONE_NEWUSER,
+  }]);
+  refuse("clone", EPERM, "user namespaces", [{ arg: 0, op: "masked_eq", mask: CLONE_NEWUSER, value: CLONE_NEWUSER }]);
+  refuse("clone3", ENOSYS, "its flags live in a struct the filter cannot read; libc falls back to clone");
+  refuse("setns", EPERM, "entering other namespaces");
+  // userfaultfd could stall the supervisor's reads of the sandbox's memory.
+  refuse("userfaultfd", EPERM, "could stall the supervisor while it reads arguments");
+  return plan;
+}

@@ -1,0 +1,132 @@
+/**
+ * Turning a path as a sandboxed thread wrote it into the canonical absolute path hallpass decides on.
+ *
+ * The decision is made on this canonical path; what is then done with it is safe even if the answer here is
+ * stale or a racing thread changes things afterwards: a CONTINUE only happens inside the Landlock floor (the
+ * kernel re-checks), and an emulated write walks the canonical path again without following any symlink
+ * (openat2 RESOLVE_NO_SYMLINKS), so it can only touch what was decided on.
+ *
+ * `/proc/self`, `/proc/thread-self`, `/dev/fd` and `/dev/std*` mean the sandboxed process, not hallpass.
+ */
+import { readlink, realpath } from "../../ffi/libc.ts";
+
+export type Resolved =
+  | { kind: "path"; path: string }
+  /** Not a file system object (a pipe, a socket, an anonymous inode reached through /proc/PID/fd). */
+  | { kind: "anon"; what: string }
+  | { kind: "error"; errno: number };
+
+const ENOENT = 2, ENOTDIR = 20, ELOOP = 40, ENAMETOOLONG = 36;
+
+/** Directory realpath cache: safe to be stale (see above), so kept small and short-lived. */
+const dirCache = new Map<string, string>();
+let dirCacheStamp = 0;
+
+function canonicalDir(dir: string): string | number {
+  const now = Date.now();
+  if (now - dirCacheStamp > 500 || dirCache.size > 2048) {
+    dirCache.clear();
+    dirCacheStamp = now;
+  }
+  const hit = dirCache.get(dir);
+  if (hit !== undefined) return hit;
+  const r = realpath(dir);
+  if (typeof r === "string") dirCache.set(dir, r);
+  return r;
+}
+
+/** Lexical normalisation: `.`, `..`, `//`, trailing `/`. The input must be absolute. */
+export function normalize(p: string): string {
+  if (!p.includes("/.") && !p.includes("//") && (p.length === 1 || !p.endsWith("/"))) return p;
+  const out: string[] = [];
+  for (const c of p.split("/")) {
+    if (c === "" || c === ".") continue;
+    if (c === "..") out.pop();
+    else out.push(c);
+  }
+  return "/" + out.join("/");
+}
+
+/** Rewrites the self-referring /proc and /dev names to the sandboxed process's own. */
+export function rewriteSelf(p: string, tgid: number, tid: number): string {
+  if (p.startsWith("/proc/self/") || p === "/proc/self") return `/proc/${tgid}` + p.slice(10);
+  if (p.startsWith("/proc/thread-self/") || p === "/proc/thread-self") {
+    return `/proc/${tgid}/task/${tid}` + p.slice(17);
+  }
+  if (p.startsWith("/dev/fd/") || p === "/dev/fd") return `/proc/${tgid}/fd` + p.slice(7);
+  if (p === "/dev/stdin") return `/proc/${tgid}/fd/0`;
+  if (p === "/dev/stdout") return `/proc/${tgid}/fd/1`;
+  if (p === "/dev/stderr") return `/proc/${tgid}/fd/2`;
+  return p;
+}
+
+/** The canonical directory a relative path starts from: the thread's cwd or one of its fds. */
+export function baseDir(tid: number, dirfd: number): Resolved {
+  const link = readlink(dirfd === -100 ? `/proc/${tid}/cwd` : `/proc/${tid}/fd/${dirfd}`);
+  if (typeof link === "number") return { kind: "error", errno: link === -ENOENT ? 9 /* EBADF */ : -link };
+  if (!link.startsWith("/")) return { kind: "error", errno: ENOTDIR };
+  if (link.endsWith(" (deleted)")) return { kind: "error", errno: ENOENT };
+  return { kind: "path", path: link };
+}
+
+/**
+ * Resolves `p` (as written by thread `tid` of process `tgid`, relative to `base` when not absolute).
+ * `follow`: whether a symlink in the last component is followed (as the system call would).
+ */
+export function resolvePath(p: string, base: string, follow: boolean, tgid: number, tid: number): Resolved {
+  if (p.length === 0) return { kind: "error", errno: ENOENT };
+  if (p.length >= 4096) return { kind: "error", errno: ENAMETOOLONG };
+  let full = p.startsWith("/") ? p : base === "/" ? "/" + p : base + "/" + p;
+  full = rewriteSelf(normalizeKeepDots(full), tgid, tid);
+  for (let hops = 0; hops < 40; hops++) {
+    const slash = full.lastIndexOf("/");
+    const dir = slash === 0 ? "/" : full.slice(0, slash);
+    const name = full.slice(slash + 1);
+    let cdir: string;
+    if (name === "" || name === "." || name === "..") {
+      // The target is a directory named by its path: resolve it whole.
+      const r = canonicalDir(full);
+      if (typeof r === "number") return lexicalFallback(full);
+      return { kind: "path", path: r };
+    }
+    const r = dir === "/" ? "/" : canonicalDir(dir);
+    if (typeof r === "number") {
+      if (r === -ENOENT || r === -ENOTDIR) return lexicalFallback(full);
+      return { kind: "error", errno: -r };
+    }
+    cdir = r;
+    const candidate = cdir === "/" ? "/" + name : cdir + "/" + name;
+    if (!follow) return { kind: "path", path: candidate };
+    const link = readlink(candidate);
+    if (typeof link === "number") return { kind: "path", path: candidate }; // not a symlink, or absent
+    if (!link.startsWith("/")) {
+      if (/^[a-z_]+:\[?/.test(link) && candidate.startsWith("/proc/")) return { kind: "anon", what: link };
+      full = cdir === "/" ? "/" + link : cdir + "/" + link;
+    } else {
+      full = link;
+    }
+    full = rewriteSelf(normalizeKeepDots(full), tgid, tid);
+  }
+  return { kind: "error", errno: ELOOP };
+}
+
+/** Collapses `//` and `.` but keeps `..` (it must be resolved after symlinks, by realpath). */
+function normalizeKeepDots(p: string): string {
+  if (!p.includes("//") && !p.includes("/./") && !p.endsWith("/.") && !(p.length > 1 && p.endsWith("/"))) return p;
+  const parts = p.split("/").filter((c) => c !== "" && c !== ".");
+  return "/" + parts.join("/");
+}
+
+/** For a path whose directory does not exist (yet): the deepest existing ancestor, then the rest lexically. */
+function lexicalFallback(full: string): Resolved {
+  const parts = normalize(full).split("/").filter(Boolean);
+  for (let i = parts.length - 1; i >= 0; i--) {
+    const head = "/" + parts.slice(0, i).join("/");
+    const r = realpath(head);
+    if (typeof r === "string") {
+      const rest = parts.slice(i).join("/");
+      return { kind: "path", path: normalize((r === "/" ? "" : r) + "/" + rest) };
+    }
+  }
+  return { kind: "path", path: normalize(full) };
+}
