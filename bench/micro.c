@@ -1,0 +1,100 @@
+/* micro — system-call micro workloads for the hallpass benchmark. Prints elapsed seconds (monotonic clock).
+ *
+ *   micro create N DIR   N x open(DIR/f<i>, O_CREAT|O_WRONLY|O_TRUNC) + write 1 byte + close, distinct files
+ *   micro read N FILE    N x open(FILE, O_RDONLY) + close
+ *   micro exec N         N x fork + execve("/bin/true") + wait
+ *   micro run N CMD...   N x fork + execvp(CMD) + wait, CMD's stdout to /dev/null; prints the median seconds of
+ *                        one run (spawn to exit); exits 1 if any run fails
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void fail(const char *what, const char *arg) {
+	fprintf(stderr, "micro: %s %s: %s\n", what, arg ? arg : "", strerror(errno));
+	exit(1);
+}
+
+int main(int argc, char **argv) {
+	if (argc < 3) {
+		fprintf(stderr, "usage: micro create N DIR | read N FILE | exec N\n");
+		return 2;
+	}
+	long n = atol(argv[2]);
+	double t0 = now();
+	if (!strcmp(argv[1], "create") && argc == 4) {
+		char path[4096];
+		for (long i = 0; i < n; i++) {
+			snprintf(path, sizeof path, "%s/f%ld", argv[3], i);
+			int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
+			if (fd < 0) fail("open", path);
+			if (write(fd, "x", 1) != 1) fail("write", path);
+			close(fd);
+		}
+	} else if (!strcmp(argv[1], "read") && argc == 4) {
+		for (long i = 0; i < n; i++) {
+			int fd = open(argv[3], O_RDONLY | O_CLOEXEC);
+			if (fd < 0) fail("open", argv[3]);
+			close(fd);
+		}
+	} else if (!strcmp(argv[1], "exec") && argc == 3) {
+		char *const args[] = {"true", NULL};
+		char *const env[] = {NULL};
+		for (long i = 0; i < n; i++) {
+			pid_t p = fork();
+			if (p < 0) fail("fork", NULL);
+			if (p == 0) {
+				execve("/bin/true", args, env);
+				_exit(127);
+			}
+			int st;
+			if (waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+				errno = ECHILD;
+				fail("exec /bin/true", NULL);
+			}
+		}
+	} else if (!strcmp(argv[1], "run") && argc >= 4 && n > 0) {
+		double *t = calloc(n, sizeof *t);
+		for (long i = 0; i < n; i++) {
+			double a = now();
+			pid_t p = fork();
+			if (p < 0) fail("fork", NULL);
+			if (p == 0) {
+				int fd = open("/dev/null", O_WRONLY);
+				if (fd >= 0) dup2(fd, 1);
+				execvp(argv[3], argv + 3);
+				fprintf(stderr, "micro: %s: %s\n", argv[3], strerror(errno));
+				_exit(127);
+			}
+			int st;
+			if (waitpid(p, &st, 0) != p) fail("waitpid", NULL);
+			t[i] = now() - a;
+			if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+				fprintf(stderr, "micro: run %s: status 0x%x\n", argv[3], st);
+				return 1;
+			}
+		}
+		for (long i = 1; i < n; i++) /* insertion sort: n is small */
+			for (long j = i; j > 0 && t[j] < t[j - 1]; j--) { double x = t[j]; t[j] = t[j - 1]; t[j - 1] = x; }
+		printf("%.6f\n", n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2);
+		return 0;
+	} else {
+		fprintf(stderr, "micro: bad arguments\n");
+		return 2;
+	}
+	printf("%.6f\n", now() - t0);
+	return 0;
+}
