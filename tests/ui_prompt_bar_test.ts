@@ -178,6 +178,7 @@ Deno.test("render: save, CUP per bottom row, padded to cols, restore; no scroll 
     out,
     "\x1b7\x1b[9;1H\x1b[0m\x1b[0;7mone   \x1b[0m\x1b[10;1H\x1b[0m\x1b[0;7mtwo   \x1b[0m\x1b8",
   );
+  // deno-lint-ignore no-control-regex
   assertEquals(/\x1b\[[0-9;]*r|\x1b\[\?[0-9;]*[hl]/.test(render(["x".repeat(50)], 3, 20, "color")), false);
   // Too few rows: the bottom lines (the keys) win; too narrow: cut.
   assertEquals(
