@@ -267,14 +267,17 @@ export function parseConnectDest(text: string): ConnectDest {
       if (colons >= 2 && /^[0-9A-Fa-f:.]+(%[^/]*)?(\/\d+)?$/.test(rest)) {
         throw bad(text, `IPv6 addresses go in brackets: [${clip(rest.split("/")[0], 60)}]`);
       }
-      if (HOSTNAME.test(addr) && /[A-Za-z_-]/.test(addr)) {
-        throw new UsageError(`host names are not allowed: use an address (${clip(addr)})`);
-      }
-      if (/^[0-9.]+$/.test(addr) || /^0[xX]/.test(addr)) {
+      if (/^[0-9.]+$/.test(addr) || /^0[xX][0-9A-Fa-f]*(\.|$)/.test(addr)) {
         throw bad(
           text,
           `"${clip(addr, 60)}" is not an IPv4 address (four decimal parts 0-255, no leading zeros)`,
         );
+      }
+      if (proto === null && /^[A-Za-z][A-Za-z0-9]*:([[*]|[^:]*\.)/.test(rest)) {
+        throw bad(text, `unknown protocol "${clip(addr, 20)}": use tcp: or udp: (or unix:)`);
+      }
+      if (HOSTNAME.test(addr) && /[A-Za-z_-]/.test(addr)) {
+        throw new UsageError(`host names are not allowed: use an address (${clip(addr)})`);
       }
       throw bad(text, `"${clip(addr, 60)}" is not an address: expected an IPv4 address, [IPv6] or *`);
     }
