@@ -262,3 +262,29 @@ export async function writeAll(fd: number, data: Uint8Array, signal?: AbortSigna
   }
   return true;
 }
+
+/**
+ * Reads from a blocking fd (the real terminal's stdin) without blocking the event loop: waits with poll(2) in
+ * slices of `sliceMs` (so an abort is noticed), then reads what is there. Null at end of file, on a hang-up,
+ * or when `signal` aborts. Never sets O_NONBLOCK (the terminal's file description is shared with the shell).
+ */
+export async function readWhenReady(
+  fd: number,
+  opts: { max?: number; signal?: AbortSignal; sliceMs?: number } = {},
+): Promise<Uint8Array | null> {
+  const c = libc();
+  const buf = new Uint8Array(opts.max ?? 4096);
+  for (;;) {
+    if (opts.signal?.aborted) return null;
+    const rev = await pollOne(fd, POLLIN, opts.sliceMs ?? 250);
+    if (opts.signal?.aborted) return null;
+    if (rev & POLLNVAL) return null;
+    if (rev & (POLLIN | POLLHUP | POLLERR)) {
+      const n = Number(c.read(fd, buf, BigInt(buf.length)));
+      if (n > 0) return buf.slice(0, n);
+      if (n === 0) return null;
+      const e = errno();
+      if (e !== EAGAIN && e !== EINTR) return null;
+    }
+  }
+}

@@ -254,6 +254,7 @@ export class ScreenGate {
   #coveredRows = 0;
   #fullRepaint = false;
   #resumeWaiters: (() => void)[] = [];
+  #bytesOut = 0;
 
   constructor(
     mirror: ScreenMirror,
@@ -270,6 +271,11 @@ export class ScreenGate {
     return this.#barLines !== null;
   }
 
+  /** Program output bytes received so far (written or held back). */
+  get bytesOut(): number {
+    return this.#bytesOut;
+  }
+
   /** Bytes held back while the bar is up. */
   get bufferedBytes(): number {
     return this.#bufferedBytes;
@@ -283,6 +289,7 @@ export class ScreenGate {
   /** The program's output. Never dropped. */
   output(chunk: Uint8Array): void {
     if (chunk.length === 0) return;
+    this.#bytesOut += chunk.length;
     if (this.#barLines !== null) {
       this.#buffered.push(chunk);
       this.#bufferedBytes += chunk.length;

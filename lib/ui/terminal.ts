@@ -1,0 +1,431 @@
+/**
+ * The terminal side of hallpass: the pty the command runs on, and the prompt bar as an {@linkcode AskBackend}.
+ *
+ * Threat model: the bytes the program writes and every field of a question are hostile. The program's output
+ * goes to the real terminal unchanged (it is the program's own terminal, as without hallpass) but never while the
+ * bar is up; question text is drawn only through `visible()`. Keys typed while the bar is up go to the bar only,
+ * and a key that arrives within `armDelayMs` of a question appearing is ignored (type-ahead meant for the program
+ * must not answer a question the person has not seen). A flood of questions is bounded per process; the person
+ * can always answer, and `[D]` denies everything pending from a pid.
+ *
+ * Wiring (supervisor):
+ *
+ * ```ts
+ * const pty = PtySession.open();               // before spawning: slave size = real terminal size
+ * spawnLauncher({ ttyFd: pty.slaveFd });        // the launcher makes it the controlling terminal
+ * pty.closeSlave();                             // else EIO never comes on the master
+ * pty.start();                                  // raw mode, pumps, SIGWINCH, restore on every way out
+ * const ask = new TerminalAsk(pty, { forMs, askTimeoutMs });
+ * // … questions: await ask.ask(q, signal)
+ * const status = await child.status;
+ * await pty.finish();                           // drain the master, restore the terminal
+ * ```
+ */
+
+import type { Answer, AskBackend, Question } from "../types.ts";
+import {
+  closeFd,
+  getTermios,
+  getWinSize,
+  isatty,
+  makeRaw,
+  openPty,
+  openSlave,
+  readMaster,
+  readWhenReady,
+  setTermios,
+  setWinSize,
+  type TermiosState,
+  type WinSize,
+  writeAll,
+} from "../../ffi/pty.ts";
+import { type BarStyle, handleKey, initialScopeIndex, layout, splitKeys } from "./prompt_bar.ts";
+import { type BarState } from "./prompt_bar.ts";
+import { ScreenGate, ScreenMirror, type TerminalWrite } from "./screen.ts";
+
+/** What a bar needs from whoever owns the terminal. {@linkcode PtySession} is one; tests use a fake. */
+export interface BarHost {
+  readonly gate: ScreenGate;
+  /** The real terminal's size. */
+  size(): WinSize;
+  /** While set, keys from the real terminal go to `bar.onKey` instead of the program; `layout` redraws on resize. */
+  setBar(bar: BarController | null): void;
+}
+
+export interface BarController {
+  onKey(text: string): void;
+  layout(cols: number): string[];
+}
+
+const SIGNALS = { SIGHUP: 1, SIGINT: 2, SIGTERM: 15 } as const;
+type ExitSignal = keyof typeof SIGNALS;
+
+export interface PtySessionOptions {
+  /** Bar look. Default `reverse`. */
+  style?: BarStyle;
+  /** Output buffered while the bar is up before the master stops being read. Default 16 MiB. */
+  maxBuffer?: number;
+  /**
+   * Called after the terminal was restored when hallpass gets SIGTERM, SIGHUP or SIGINT. Default: exit with
+   * 128+N. The supervisor should pass a handler that forwards the signal / kills the sandbox, then exits.
+   */
+  onSignal?: (signal: ExitSignal) => void;
+}
+
+/** Writes all of `data` to stdout. */
+async function writeStdout(data: Uint8Array | string): Promise<void> {
+  let bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+  while (bytes.length > 0) {
+    const n = await Deno.stdout.write(bytes);
+    bytes = bytes.subarray(n);
+  }
+}
+
+/**
+ * The pty the command runs on, and the pumps between it and the real terminal (stdin fd 0, stdout fd 1).
+ * Owns the master fd and the saved terminal modes.
+ */
+export class PtySession implements BarHost {
+  /** The slave's fd number in this process, not close-on-exec: pass it to the launcher, then {@linkcode closeSlave}. */
+  readonly slaveFd: number;
+  readonly slavePath: string;
+  readonly gate: ScreenGate;
+  readonly #master: number;
+  #saved: TermiosState | null = null;
+  #restored = false;
+  #slaveOpen = true;
+  #bar: BarController | null = null;
+  #size: WinSize;
+  readonly #stop = new AbortController();
+  #outputDone: Promise<void> = Promise.resolve();
+  #inputDone: Promise<void> = Promise.resolve();
+  #listeners: [Deno.Signal, () => void][] = [];
+  readonly #opts: PtySessionOptions;
+  readonly #onError = () => this.restore();
+  readonly #decoder = new TextDecoder();
+
+  private constructor(
+    master: number,
+    slavePath: string,
+    slaveFd: number,
+    size: WinSize,
+    opts: PtySessionOptions,
+  ) {
+    this.#master = master;
+    this.slavePath = slavePath;
+    this.slaveFd = slaveFd;
+    this.#size = size;
+    this.#opts = opts;
+    const write: TerminalWrite = writeStdout;
+    this.gate = new ScreenGate(new ScreenMirror(size.cols, size.rows), write, {
+      maxBuffer: opts.maxBuffer,
+      style: opts.style,
+    });
+  }
+
+  /** Opens a pty whose size is the real terminal's (80×24 when that is unknown). */
+  static open(opts: PtySessionOptions = {}): PtySession {
+    const size = getWinSize(1) ?? getWinSize(0) ?? { rows: 24, cols: 80 };
+    const { master, slavePath } = openPty();
+    try {
+      setWinSize(master, size);
+      const slave = openSlave(slavePath);
+      return new PtySession(master, slavePath, slave, size, opts);
+    } catch (e) {
+      closeFd(master);
+      throw e;
+    }
+  }
+
+  size(): WinSize {
+    return this.#size;
+  }
+
+  setBar(bar: BarController | null): void {
+    this.#bar = bar;
+  }
+
+  /** Closes this process's copy of the slave (after the launcher has inherited it). Idempotent. */
+  closeSlave(): void {
+    if (!this.#slaveOpen) return;
+    this.#slaveOpen = false;
+    closeFd(this.slaveFd);
+  }
+
+  /** Raw mode on the real terminal, the pumps, SIGWINCH, and restore() on every way out. */
+  start(): void {
+    if (isatty(0)) {
+      this.#saved = getTermios(0);
+      setTermios(0, makeRaw(this.#saved));
+    }
+    globalThis.addEventListener("unload", this.#onError);
+    globalThis.addEventListener("error", this.#onError);
+    globalThis.addEventListener("unhandledrejection", this.#onError);
+    this.#listen("SIGWINCH", () => this.#resized());
+    for (const sig of Object.keys(SIGNALS) as ExitSignal[]) {
+      this.#listen(sig, () => {
+        this.restore();
+        if (this.#opts.onSignal) this.#opts.onSignal(sig);
+        else Deno.exit(128 + SIGNALS[sig]);
+      });
+    }
+    this.#outputDone = this.#pumpOutput();
+    this.#inputDone = this.#pumpInput();
+  }
+
+  #listen(sig: Deno.Signal, fn: () => void): void {
+    Deno.addSignalListener(sig, fn);
+    this.#listeners.push([sig, fn]);
+  }
+
+  #resized(): void {
+    const size = getWinSize(1) ?? getWinSize(0);
+    if (!size) return;
+    this.#size = size;
+    try {
+      setWinSize(this.#master, size);
+    } catch { /* the master may be closing */ }
+    this.gate.resize(size.cols, size.rows, this.#bar?.layout(size.cols));
+  }
+
+  async #pumpOutput(): Promise<void> {
+    const signal = this.#stop.signal;
+    for (;;) {
+      if (this.gate.shouldPause()) await this.gate.whenFlowing();
+      const chunk = await readMaster(this.#master, { signal, sliceMs: 100 });
+      if (chunk === null) break;
+      this.gate.output(chunk);
+      await this.gate.flushed();
+    }
+    await this.gate.flushed();
+  }
+
+  async #pumpInput(): Promise<void> {
+    const signal = this.#stop.signal;
+    for (;;) {
+      const chunk = await readWhenReady(0, { signal, sliceMs: 100 });
+      if (chunk === null) return;
+      const bar = this.#bar;
+      if (bar) bar.onKey(this.#decoder.decode(chunk, { stream: true }));
+      else if (!(await writeAll(this.#master, chunk, signal))) return;
+    }
+  }
+
+  /**
+   * After the command exited: waits for the rest of its output (until the master reports EIO, or `idleMs`
+   * without a byte when something else still holds the slave), closes a bar that is still up, writes everything
+   * out, restores the terminal and closes the master.
+   */
+  async finish(idleMs = 200): Promise<void> {
+    this.closeSlave();
+    const drained = this.#outputDone.then(() => true);
+    for (;;) {
+      const before = this.gate.bytesOut;
+      const done = await Promise.race([
+        drained,
+        new Promise<false>((r) => setTimeout(() => r(false), idleMs)),
+      ]);
+      if (done || this.gate.bytesOut === before) break;
+    }
+    this.#stop.abort();
+    this.#bar = null;
+    await this.gate.closeBar(); // also wakes a pump paused by back-pressure
+    await Promise.allSettled([this.#outputDone, this.#inputDone]);
+    await this.gate.flushed();
+    this.restore();
+    try {
+      closeFd(this.#master);
+    } catch { /* already gone */ }
+  }
+
+  /** Puts the real terminal back as it was. Idempotent; safe from signal and error handlers. */
+  restore(): void {
+    if (this.#restored) return;
+    this.#restored = true;
+    this.#stop.abort();
+    if (this.#saved) {
+      try {
+        setTermios(0, this.#saved);
+      } catch { /* nothing more we can do */ }
+    }
+    for (const [sig, fn] of this.#listeners) {
+      try {
+        Deno.removeSignalListener(sig, fn);
+      } catch { /* ignore */ }
+    }
+    this.#listeners = [];
+    globalThis.removeEventListener("unload", this.#onError);
+    globalThis.removeEventListener("error", this.#onError);
+    globalThis.removeEventListener("unhandledrejection", this.#onError);
+  }
+}
+
+export interface TerminalAskOptions {
+  /** The `[t]` duration (`--for`); a hallpass-request's own `--for` wins. */
+  forMs: number;
+  /** `--ask-timeout`: an unanswered question is denied after this long (from when it was asked). */
+  askTimeoutMs?: number;
+  /** Pending questions one pid may have; beyond, new ones are denied at once. Default 64. */
+  maxPerPid?: number;
+  /** Pending questions in all; beyond, new ones are denied at once. Default 4096. */
+  maxPending?: number;
+  /** Keys arriving sooner than this after a question appears are ignored. Default 300 ms. */
+  armDelayMs?: number;
+}
+
+interface Waiter {
+  resolve: (a: Answer) => void;
+  signal: AbortSignal;
+  onAbort: () => void;
+}
+
+interface Entry {
+  key: string;
+  question: Question;
+  waiters: Waiter[];
+  timer?: ReturnType<typeof setTimeout>;
+}
+
+/**
+ * The prompt bar as an ask backend (`name` = `terminal`). Questions queue and are shown one at a time with the
+ * number waiting. Identical pending questions (same pid, operation and target) share one answer: a person who
+ * answers a question about one process never answers for another one unseen.
+ */
+export class TerminalAsk implements AskBackend {
+  readonly name = "terminal";
+  readonly #host: BarHost;
+  readonly #opts: Required<Omit<TerminalAskOptions, "askTimeoutMs">> & { askTimeoutMs?: number };
+  readonly #queue: Entry[] = [];
+  #state: BarState | null = null;
+  #shownAt = 0;
+  #closed = false;
+
+  constructor(host: BarHost, opts: TerminalAskOptions) {
+    this.#host = host;
+    this.#opts = { maxPerPid: 64, maxPending: 4096, armDelayMs: 300, ...opts };
+  }
+
+  /** Questions waiting, the one on screen included. */
+  get pending(): number {
+    return this.#queue.length;
+  }
+
+  ask(q: Question, signal: AbortSignal): Promise<Answer> {
+    if (this.#closed) return Promise.resolve({ kind: "deny", by: "terminal-closed" });
+    if (signal.aborted) return Promise.resolve({ kind: "deny", by: "withdrawn" });
+    const key = JSON.stringify([q.pid, q.op, q.target]);
+    let entry = this.#queue.find((e) => e.key === key);
+    if (!entry) {
+      const fromPid = this.#queue.filter((e) => e.question.pid === q.pid).length;
+      if (fromPid >= this.#opts.maxPerPid || this.#queue.length >= this.#opts.maxPending) {
+        return Promise.resolve({ kind: "deny", by: "flood" });
+      }
+      entry = { key, question: q, waiters: [] };
+      this.#queue.push(entry);
+      const e = entry;
+      if (this.#opts.askTimeoutMs !== undefined) {
+        e.timer = setTimeout(() => this.#settle(e, { kind: "deny", by: "timeout" }), this.#opts.askTimeoutMs);
+      }
+    }
+    const e = entry;
+    return new Promise<Answer>((resolve) => {
+      const waiter: Waiter = {
+        resolve,
+        signal,
+        onAbort: () => this.#withdraw(e, waiter),
+      };
+      signal.addEventListener("abort", waiter.onAbort, { once: true });
+      e.waiters.push(waiter);
+      this.#update();
+    });
+  }
+
+  /** Denies everything pending and takes the bar down. */
+  close(): Promise<void> {
+    this.#closed = true;
+    for (const e of [...this.#queue]) this.#settle(e, { kind: "deny", by: "terminal-closed" }, false);
+    this.#update();
+    return this.#host.gate.flushed();
+  }
+
+  #withdraw(e: Entry, w: Waiter): void {
+    e.waiters = e.waiters.filter((x) => x !== w);
+    w.resolve({ kind: "deny", by: "withdrawn" });
+    if (e.waiters.length === 0) this.#remove(e);
+    this.#update();
+  }
+
+  #remove(e: Entry): void {
+    const i = this.#queue.indexOf(e);
+    if (i >= 0) this.#queue.splice(i, 1);
+    if (e.timer !== undefined) clearTimeout(e.timer);
+  }
+
+  #settle(e: Entry, answer: Answer, update = true): void {
+    this.#remove(e);
+    for (const w of e.waiters) {
+      w.signal.removeEventListener("abort", w.onAbort);
+      w.resolve(answer);
+    }
+    e.waiters = [];
+    if (update) this.#update();
+  }
+
+  /** Brings the bar in line with the queue: show the head, redraw counts, or close. */
+  #update(): void {
+    const head = this.#queue[0];
+    if (!head) {
+      if (this.#state) {
+        this.#state = null;
+        this.#host.setBar(null);
+        this.#host.gate.closeBar();
+      }
+      return;
+    }
+    const q = head.question;
+    if (this.#state?.question !== q) {
+      this.#state = {
+        question: q,
+        queued: 0,
+        scopeIndex: initialScopeIndex(q),
+        forMs: q.requestedForMs ?? this.#opts.forMs,
+      };
+      this.#shownAt = performance.now();
+      this.#host.setBar({ onKey: (t) => this.#onKey(t), layout: (cols) => this.#layout(cols) });
+    }
+    this.#state.queued = this.#queue.length - 1;
+    this.#state.sameProcessQueued = this.#queue.filter((e) => e !== head && e.question.pid === q.pid).length;
+    this.#draw();
+  }
+
+  #layout(cols: number): string[] {
+    return this.#state ? layout(this.#state, cols) : [];
+  }
+
+  #draw(): void {
+    if (!this.#state) return;
+    this.#host.gate.showBar(layout(this.#state, this.#host.size().cols));
+  }
+
+  #onKey(text: string): void {
+    for (const key of splitKeys(text)) {
+      const state = this.#state;
+      const head = this.#queue[0];
+      if (!state || !head || head.question !== state.question) return;
+      if (performance.now() - this.#shownAt < this.#opts.armDelayMs) continue;
+      const r = handleKey(state, key);
+      if (r.answer) {
+        if (r.denyAllFromPid) {
+          const pid = state.question.pid;
+          for (const e of this.#queue.filter((x) => x.question.pid === pid)) this.#settle(e, r.answer, false);
+        } else {
+          this.#settle(head, r.answer, false);
+        }
+        this.#update();
+      } else if (r.redraw) {
+        this.#state = r.state;
+        this.#draw();
+      }
+    }
+  }
+}

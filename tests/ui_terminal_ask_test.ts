@@ -1,0 +1,157 @@
+import assert, { deepStrictEqual as assertEquals } from "node:assert/strict";
+import xterm from "@xterm/headless";
+import { type BarController, type BarHost, TerminalAsk } from "../lib/ui/terminal.ts";
+import { ScreenGate, ScreenMirror } from "../lib/ui/screen.ts";
+import type { Answer, Question } from "../lib/types.ts";
+
+type Term = InstanceType<typeof xterm.Terminal>;
+
+class FakeHost implements BarHost {
+  readonly term: Term;
+  readonly gate: ScreenGate;
+  bar: BarController | null = null;
+  constructor(readonly cols = 100, readonly rows = 12) {
+    this.term = new xterm.Terminal({ cols, rows, allowProposedApi: true });
+    this.gate = new ScreenGate(
+      new ScreenMirror(cols, rows),
+      (d) => new Promise<void>((r) => this.term.write(d, r)),
+    );
+  }
+  size() {
+    return { cols: this.cols, rows: this.rows };
+  }
+  setBar(bar: BarController | null) {
+    this.bar = bar;
+  }
+  async screen(): Promise<string[]> {
+    await this.gate.flushed();
+    const b = this.term.buffer.active;
+    return Array.from(
+      { length: this.rows },
+      (_, y) => b.getLine(b.baseY + y)!.translateToString(true).trimEnd(),
+    );
+  }
+  key(k: string) {
+    assert(this.bar, "bar is up");
+    this.bar.onKey(k);
+  }
+}
+
+let nextId = 1;
+function question(pid: number, target: string, op: Question["op"] = "write"): Question {
+  return {
+    id: nextId++,
+    op,
+    pid,
+    name: "node",
+    target,
+    syscall: "openat",
+    chain: ["npm install"],
+    suggestedScope: "/home/me/.npm",
+    scopes: [target, "/home/me/.npm", "/home/me"],
+  };
+}
+
+const tick = () => new Promise((r) => setTimeout(r, 5));
+const never = () => new AbortController().signal;
+
+Deno.test("questions queue, one shown at a time with the count; answers go to the right question", async () => {
+  const host = new FakeHost();
+  const ask = new TerminalAsk(host, { forMs: 300_000, armDelayMs: 0 });
+  host.gate.output(new TextEncoder().encode("program text\r\n"));
+  const p1 = ask.ask(question(10, "/a"), never());
+  const p2 = ask.ask(question(11, "/b"), never());
+  let screen = await host.screen();
+  assertEquals(screen[host.rows - 5], "hallpass: node (pid 10) wants to write (+1 more)");
+  assertEquals(screen[host.rows - 4], "/a");
+  host.key("\x1b[A"); // widen: /home/me/.npm → /home/me
+  host.key("t");
+  assertEquals(await p1, { kind: "for", durationMs: 300_000, scope: "/home/me", by: "terminal" });
+  screen = await host.screen();
+  assertEquals(screen[host.rows - 5], "hallpass: node (pid 11) wants to write");
+  host.key("d");
+  assertEquals(await p2, { kind: "deny", by: "terminal" });
+  assertEquals(host.bar, null);
+  screen = await host.screen();
+  assertEquals(screen[0], "program text");
+  assertEquals(screen.slice(1).every((l) => l === ""), true, "bar gone");
+});
+
+Deno.test("identical pending questions (same pid, op, target) share one answer; others do not", async () => {
+  const host = new FakeHost();
+  const ask = new TerminalAsk(host, { forMs: 1000, armDelayMs: 0 });
+  const a = ask.ask(question(10, "/x"), never());
+  const b = ask.ask(question(10, "/x"), never());
+  const c = ask.ask(question(12, "/x"), never());
+  assertEquals(ask.pending, 2);
+  host.key("o");
+  assertEquals(await a, { kind: "once", by: "terminal" });
+  assertEquals(await b, { kind: "once", by: "terminal" });
+  assertEquals(ask.pending, 1);
+  host.key("n");
+  assertEquals((await c).kind, "never");
+});
+
+Deno.test("a flood from one pid is bounded; [D] denies everything from that pid; others still get asked", async () => {
+  const host = new FakeHost();
+  const ask = new TerminalAsk(host, { forMs: 1000, armDelayMs: 0, maxPerPid: 3 });
+  const flood = Array.from({ length: 5 }, (_, i) => ask.ask(question(66, `/f${i}`), never()));
+  const other = ask.ask(question(7, "/other"), never());
+  assertEquals(await flood[3], { kind: "deny", by: "flood" });
+  assertEquals(await flood[4], { kind: "deny", by: "flood" });
+  const screen = await host.screen();
+  assert(screen.at(-1)!.endsWith("[D] deny all from pid 66"), screen.at(-1));
+  assertEquals(screen[host.rows - 5], "hallpass: node (pid 66) wants to write (+3 more)");
+  host.key("D");
+  for (const p of flood.slice(0, 3)) assertEquals(await p, { kind: "deny", by: "terminal" });
+  assertEquals(ask.pending, 1);
+  assertEquals((await host.screen())[host.rows - 5], "hallpass: node (pid 7) wants to write");
+  host.key("o");
+  assertEquals((await other).kind, "once");
+});
+
+Deno.test("--ask-timeout denies an unanswered question", async () => {
+  const host = new FakeHost();
+  const ask = new TerminalAsk(host, { forMs: 1000, armDelayMs: 0, askTimeoutMs: 30 });
+  const t0 = performance.now();
+  assertEquals(await ask.ask(question(1, "/t"), never()), { kind: "deny", by: "timeout" });
+  assert(performance.now() - t0 >= 25);
+  assertEquals(host.bar, null);
+});
+
+Deno.test("the AbortSignal withdraws a question (the process died)", async () => {
+  const host = new FakeHost();
+  const ask = new TerminalAsk(host, { forMs: 1000, armDelayMs: 0 });
+  const ac = new AbortController();
+  const p = ask.ask(question(1, "/gone"), ac.signal);
+  const q = ask.ask(question(2, "/stays"), never());
+  ac.abort();
+  assertEquals(await p, { kind: "deny", by: "withdrawn" });
+  assertEquals((await host.screen())[host.rows - 4], "/stays");
+  host.key("a");
+  assertEquals(await q, { kind: "always", scope: "/home/me/.npm", by: "terminal" });
+});
+
+Deno.test("keys typed before the question could be seen are ignored", async () => {
+  const host = new FakeHost();
+  const ask = new TerminalAsk(host, { forMs: 1000, armDelayMs: 60 });
+  let answer: Answer | null = null;
+  const p = ask.ask(question(1, "/typeahead"), never()).then((a) => (answer = a));
+  host.key("a"); // type-ahead meant for the program
+  await tick();
+  assertEquals(answer, null);
+  await new Promise((r) => setTimeout(r, 70));
+  host.key("d");
+  await p;
+  assertEquals(answer, { kind: "deny", by: "terminal" });
+});
+
+Deno.test("close() denies what is pending and takes the bar down", async () => {
+  const host = new FakeHost();
+  const ask = new TerminalAsk(host, { forMs: 1000, armDelayMs: 0 });
+  const p = ask.ask(question(1, "/c"), never());
+  await ask.close();
+  assertEquals(await p, { kind: "deny", by: "terminal-closed" });
+  assertEquals(host.bar, null);
+  assertEquals((await ask.ask(question(1, "/c"), never())).kind, "deny");
+});
