@@ -52,8 +52,8 @@ function below(dir: string, p: string, levels: number): string {
   return p.slice(0, i);
 }
 
-/** The directory that holds the tool's state, per the module notes (before the safety rule). */
-function stateDir(path: string, home: string | undefined): string {
+/** The directory that holds the tool's state, per the module notes (before the safety rule); null: the file. */
+function stateDir(path: string, home: string | undefined): string | null {
   if (home && home !== "/" && under(home, path)) {
     const rel = path.slice(home.length + 1);
     if (rel.startsWith(".")) {
@@ -61,11 +61,11 @@ function stateDir(path: string, home: string | undefined): string {
         const b = home + "/" + base;
         if (under(b, path)) {
           const app = below(b, path, 1);
-          return app === path ? home : app; // a file right in the base: the exact file (see below)
+          return app === path ? null : app;
         }
       }
       const dot = below(home, path, 1);
-      if (dot === path) return home; // a dot-file right in $HOME
+      if (dot === path) return null; // a dot-file right in $HOME
       const plusOne = below(dot, path, 1);
       return plusOne === path ? dot : plusOne;
     }
@@ -73,7 +73,7 @@ function stateDir(path: string, home: string | undefined): string {
   for (const t of TEMP_DIRS) {
     if (under(t, path)) {
       const first = below(t, path, 1);
-      return first === path ? t : first;
+      return first === path ? null : first;
     }
   }
   return parentOf(path);
@@ -101,8 +101,8 @@ export function suggestScopes(path: string, opts: { home?: string; project?: str
     pathDepth(d) <= 1 ||
     (opts.home !== undefined && scopeCovers({ kind: "tree", path: d }, opts.home)) ||
     (opts.project !== undefined && scopeCovers({ kind: "tree", path: d }, opts.project));
-  const at = dirs.indexOf(dir);
-  return { scopes, suggested: at < 0 || tooWide(dir) ? 0 : at + 1 };
+  const at = dir === null ? -1 : dirs.indexOf(dir);
+  return { scopes, suggested: at < 0 || tooWide(dirs[at]) ? 0 : at + 1 };
 }
 
 /** Scopes for running `progPath`: the program, then its directory `/**`; the program itself is suggested. */
