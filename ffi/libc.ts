@@ -44,6 +44,7 @@ const SYMBOLS = {
   realpath: { parameters: ["buffer", "buffer"], result: "pointer" }, // char *realpath(const char *, char *)
   readlink: { parameters: ["buffer", "buffer", "usize"], result: "isize" }, // ssize_t readlink(path, buf, size)
   getpid: { parameters: [], result: "i32" },
+  pipe2: { parameters: ["buffer", "i32"], result: "i32" }, // int pipe2(int fds[2], int flags)
   kill: { parameters: ["i32", "i32"], result: "i32" },
   prctl: { parameters: ["i32", "u64", "u64", "u64", "u64"], result: "i32" },
 } as const satisfies Deno.ForeignLibraryInterface;
@@ -284,4 +285,19 @@ export function readlink(p: string): string | number {
   const n = Number(libc().readlink(pathIn, pathOut, BigInt(pathOut.length - 1)));
   if (n < 0) return -errno();
   return dec.decode(pathOut.subarray(0, n));
+}
+
+/** pipe2(O_CLOEXEC): [read end, write end]. */
+export function pipe(): [number, number] {
+  const fds = new Int32Array(32);
+  check("pipe2", libc().pipe2(new Uint8Array(fds.buffer), 0o2000000));
+  return [fds[0], fds[1]];
+}
+
+/** Reads up to `max` bytes without blocking the event loop (runs on a thread pool). -errno on failure. */
+export async function readAsync(fd: number, max: number): Promise<Uint8Array | number> {
+  const buf = new Uint8Array(Math.max(128, max));
+  const n = Number(await libc().read_nb(fd, buf, BigInt(max)));
+  // errno of a nonblocking call is not reliable on this thread: report EIO for any failure.
+  return n < 0 ? -5 : buf.slice(0, n);
 }

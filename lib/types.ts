@@ -56,6 +56,8 @@ export interface Question {
   warning?: string;
   /** For hallpass-request: the requested grant duration (ms), if any. */
   requestedForMs?: number;
+  /** For hallpass-request `--timeout`: deny (ETIMEDOUT) when nobody answers within this (ms). */
+  requestTimeoutMs?: number;
 }
 
 /** A backend that answers questions: no-ask, an ask program, the terminal bar, a remote one. */

@@ -1,0 +1,10 @@
+/** The no-ask backend: nothing waits, whatever would ask is denied (SPEC §7). */
+import type { Answer, AskBackend } from "../types.ts";
+
+export class NoAsk implements AskBackend {
+  readonly name = "no-ask";
+  ask(): Promise<Answer> {
+    return Promise.resolve({ kind: "deny", by: "no-ask" });
+  }
+  close(): void {}
+}

@@ -1,0 +1,211 @@
+/**
+ * Plan: turn the validated options and rules files into data — the rules, the Landlock floor, the filter —
+ * before anything is applied. File system reads (realpath, stat, rules files) happen here; no kernel state
+ * changes.
+ */
+import type { CliOptions } from "./cli.ts";
+import { parsePathScope } from "./path_scope.ts";
+import { parseRules, parseRuleTarget } from "./rules_file.ts";
+import { lookupInPath } from "./supervisor/mediator.ts";
+import { type Rule, UsageError } from "./types.ts";
+import { FS, type LandlockRuleset, SCOPE } from "../ffi/landlock.ts";
+import { formatScope } from "./path_scope.ts";
+import { agentRules } from "./agents.ts";
+
+export interface Plan {
+  project: string;
+  home: string;
+  cwd: string;
+  rules: Rule[];
+  floor: { kind: "exact" | "tree"; path: string }[];
+  program: string;
+  argv: string[];
+  pathEnv: string;
+  userRulesFile: string;
+}
+
+/** Devices every program may write (SPEC §3). The terminal of fds 0-2 is added when it is one. */
+export const DEVICES = ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx"];
+
+export function isDir(p: string): boolean {
+  try {
+    return Deno.statSync(p).isDirectory;
+  } catch {
+    return false;
+  }
+}
+
+export function userRulesPath(env: (k: string) => string | undefined, home: string): string {
+  const xdg = env("XDG_CONFIG_HOME");
+  return `${xdg && xdg.startsWith("/") ? xdg : home + "/.config"}/hallpass/rules`;
+}
+
+export function readRulesFile(file: string, opts: { project: string; cwd: string; home: string; pathEnv: string }): Rule[] {
+  let text: string;
+  try {
+    const st = Deno.statSync(file);
+    if (!st.isFile) throw new UsageError(`${file}: not a regular file`);
+    if (st.size > 4 * 1024 * 1024) throw new UsageError(`${file}: larger than 4 MiB`);
+    text = Deno.readTextFileSync(file);
+  } catch (e) {
+    if (e instanceof UsageError) throw e;
+    if (e instanceof Deno.errors.NotFound) throw new UsageError(`${file}: no such file`);
+    throw new UsageError(`${file}: ${(e as Error).message}`);
+  }
+  const real = (() => {
+    try {
+      return Deno.realPathSync(file);
+    } catch {
+      return file;
+    }
+  })();
+  const inProject = real === opts.project || real.startsWith(opts.project + "/");
+  return parseRules(text, {
+    file,
+    project: inProject,
+    cwd: opts.cwd,
+    home: opts.home,
+    isDir,
+    lookup: (p) => lookupInPath(p, opts.pathEnv),
+  });
+}
+
+export function makePlan(o: CliOptions, env: (k: string) => string | undefined): Plan {
+  const cwd = Deno.cwd();
+  const home = env("HOME") ?? "/";
+  const pathEnv = env("PATH") ?? "/usr/local/bin:/usr/bin:/bin";
+  let project: string;
+  try {
+    project = Deno.realPathSync(o.project ?? cwd);
+  } catch {
+    throw new UsageError(`--project ${o.project}: no such directory`);
+  }
+  if (!isDir(project)) throw new UsageError(`--project ${o.project}: not a directory`);
+  if (project === "/") throw new UsageError("--project /: the whole file system cannot be the project");
+
+  const rules: Rule[] = [];
+  const floor: Plan["floor"] = [{ kind: "tree", path: project }];
+  const cli = (option: string) => ({ kind: "cli" as const, option });
+  rules.push({ effect: "allow", op: "write", target: formatScope({ kind: "tree", path: project }), source: cli("--project") });
+  for (const d of [...DEVICES, ...terminalDevices()]) {
+    floor.push({ kind: "exact", path: d });
+    rules.push({ effect: "allow", op: "write", target: d, source: { kind: "builtin", what: "terminal and null devices" } });
+  }
+  floor.push({ kind: "tree", path: "/dev/pts" });
+  rules.push({ effect: "allow", op: "write", target: "/dev/pts/**", source: { kind: "builtin", what: "terminals" } });
+
+  for (const p of o.allowPaths) {
+    let s;
+    try {
+      s = parsePathScope(p, { cwd, home, isDir });
+    } catch (e) {
+      throw new UsageError(`--allow-path ${p}: ${(e as Error).message}`);
+    }
+    // Canonical: a symlinked directory is allowed where it really is.
+    let path = s.path;
+    try {
+      path = Deno.realPathSync(s.path);
+    } catch {
+      // does not exist yet: mediated by the supervisor, not in the Landlock floor
+    }
+    const scope = { kind: s.kind, path };
+    floor.push(scope);
+    rules.push({ effect: "allow", op: "write", target: formatScope(scope), source: cli("--allow-path") });
+  }
+  const targetOpts = { cwd, home, isDir, lookup: (p: string) => lookupInPath(p, pathEnv) };
+  rules.push({ effect: "allow", op: "exec", target: "@system", source: { kind: "builtin", what: "system programs" } });
+  for (const p of o.allowExec) {
+    rules.push({ effect: "allow", op: "exec", target: ruleTarget("exec", p, "--allow-exec", targetOpts), source: cli("--allow-exec") });
+  }
+  for (const d of o.allowConnect) {
+    rules.push({ effect: "allow", op: "connect", target: ruleTarget("connect", d, "--allow-connect", targetOpts), source: cli("--allow-connect") });
+  }
+  for (const name of o.agents) rules.push(...agentRules(name, { home, cwd }));
+
+  const userRulesFile = userRulesPath(env, home);
+  const fileOpts = { project, cwd, home, pathEnv };
+  try {
+    if (Deno.statSync(userRulesFile).isFile) rules.push(...readRulesFile(userRulesFile, fileOpts));
+  } catch (e) {
+    if (e instanceof UsageError) throw e;
+  }
+  for (const f of o.rulesFiles) rules.push(...readRulesFile(f, fileOpts));
+  const projectRules = `${project}/.hallpass/rules`;
+  try {
+    if (Deno.statSync(projectRules).isFile) rules.push(...readRulesFile(projectRules, fileOpts));
+  } catch (e) {
+    if (e instanceof UsageError) throw e;
+  }
+
+  const command = o.command.length ? o.command : [env("SHELL") || "/bin/sh"];
+  const program = resolveCommand(command[0], pathEnv, cwd);
+  return { project, home, cwd, rules, floor, program, argv: command, pathEnv, userRulesFile };
+}
+
+function ruleTarget(
+  op: "exec" | "connect",
+  text: string,
+  option: string,
+  opts: Parameters<typeof parseRuleTarget>[2],
+): string {
+  try {
+    return parseRuleTarget(op, text, opts);
+  } catch (e) {
+    throw new UsageError(`${option} ${text}: ${(e as Error).message}`);
+  }
+}
+
+export class CommandError extends Error {
+  constructor(message: string, readonly status: 126 | 127) {
+    super(message);
+  }
+}
+
+/** Finds the program as a shell would: a name in $PATH, or a path. 127 not found, 126 not executable. */
+export function resolveCommand(name: string, pathEnv: string, cwd: string): string {
+  const check = (p: string): string => {
+    let st;
+    try {
+      st = Deno.statSync(p);
+    } catch {
+      throw new CommandError(`${name}: command not found`, 127);
+    }
+    if (st.isDirectory) throw new CommandError(`${name}: is a directory`, 126);
+    if (!((st.mode ?? 0) & 0o111)) throw new CommandError(`${name}: permission denied (not executable)`, 126);
+    return p;
+  };
+  if (name.includes("/")) return check(name.startsWith("/") ? name : `${cwd}/${name}`);
+  const found = lookupInPath(name, pathEnv);
+  if (!found) throw new CommandError(`${name}: command not found`, 127);
+  return check(found.startsWith("/") ? found : `${cwd}/${found}`);
+}
+
+/** The character devices of fds 0-2 (the user's terminal), so writing to it always goes through. */
+function terminalDevices(): string[] {
+  const out = new Set<string>();
+  for (const fd of [0, 1, 2]) {
+    try {
+      const t = Deno.readLinkSync(`/proc/self/fd/${fd}`);
+      if (t.startsWith("/dev/") && !t.startsWith("/dev/pts/") && Deno.statSync(t).isCharDevice) out.add(t);
+    } catch {
+      // not a file
+    }
+  }
+  return [...out];
+}
+
+/** The Landlock ruleset for a plan: write rights only in the floor; signal scope; net when asked. */
+export function landlockPlan(plan: Plan, abi: number, mediateConnect: boolean): LandlockRuleset {
+  let write = FS.WRITE_FILE | FS.REMOVE_DIR | FS.REMOVE_FILE | FS.MAKE_CHAR | FS.MAKE_DIR | FS.MAKE_REG |
+    FS.MAKE_SOCK | FS.MAKE_FIFO | FS.MAKE_BLOCK | FS.MAKE_SYM;
+  if (abi >= 2) write |= FS.REFER;
+  if (abi >= 3) write |= FS.TRUNCATE;
+  const scoped = abi >= 6 ? SCOPE.SIGNAL | (mediateConnect ? SCOPE.ABSTRACT_UNIX_SOCKET : 0n) : 0n;
+  return {
+    handledFs: write,
+    handledNet: 0n,
+    scoped,
+    paths: plan.floor.map((f) => ({ path: f.path, access: write })),
+    ports: [],
+  };
+}

@@ -1,0 +1,47 @@
+/**
+ * `hallpass rules [write|exec|connect TARGET]`: the rules in force for a run started here (options, the saved
+ * rules, rules files, the project's file), and, given an operation and a target, which rule decides it and why.
+ */
+import type { CliOptions } from "./cli.ts";
+import { makePlan } from "./plan.ts";
+import { formatSource, Policy } from "./policy.ts";
+import { lookupInPath } from "./supervisor/mediator.ts";
+import { normalizePath } from "./path_scope.ts";
+import { formatRule } from "./rules_file.ts";
+import { UsageError } from "./types.ts";
+
+export function rulesCommand(args: string[], opts: CliOptions): number {
+  const plan = makePlan({ ...opts, command: ["/bin/sh"] }, (k) => Deno.env.get(k));
+  const policy: Policy = new Policy(plan.rules, {
+    home: plan.home,
+    cwd: plan.cwd,
+    lookup: (p) => lookupInPath(p, plan.pathEnv),
+    isWritable: (p: string): boolean => policy.decide("write", p, Date.now()).effect === "allow",
+  });
+  const now = Date.now();
+  if (args.length === 0) {
+    console.log(`# saved rules: ${plan.userRulesFile}`);
+    for (const r of plan.rules) console.log(`${formatRule(r, now).padEnd(60)} # ${formatSource(r.source)}`);
+    return 0;
+  }
+  if (args.length !== 2 || !["write", "exec", "connect"].includes(args[0])) {
+    throw new UsageError("usage: hallpass rules [write|exec|connect TARGET]");
+  }
+  const op = args[0] as "write" | "exec" | "connect";
+  let target = args[1];
+  if (op === "write") target = normalizePath(target, plan.cwd, plan.home);
+  if (op === "exec" && !target.includes("/")) {
+    const found = lookupInPath(target, plan.pathEnv);
+    if (!found) throw new UsageError(`${target}: not found in $PATH`);
+    target = found;
+  } else if (op === "exec") target = normalizePath(target, plan.cwd, plan.home);
+  const { decision, matching } = policy.explain(op, target, now);
+  const verdict = decision.effect === "ask" ? "asks" : decision.effect === "allow" ? "allowed" : "denied";
+  console.log(`${op} ${target}: ${verdict}${decision.effect === "ask" ? ` (${decision.why})` : ""}`);
+  if (decision.rule) console.log(`  decided by: ${formatRule(decision.rule, now)}   (${formatSource(decision.rule.source)})`);
+  for (const m of matching) {
+    if (m.rule === decision.rule) continue;
+    console.log(`  also matches: ${formatRule(m.rule, now)}   (${formatSource(m.rule.source)}, less specific or outranked)`);
+  }
+  return 0;
+}

@@ -1,0 +1,729 @@
+/**
+ * The supervisor's decisions on trapped system calls.
+ *
+ * Threat model: every sandboxed process is hostile. What it passes (pointers, paths, fds) is read once into
+ * our memory and never trusted again; a second thread may change its memory, cwd, fds or the file system at
+ * any moment. Authoritative: the kernel (Landlock, the seccomp filter, SECCOMP_IOCTL_NOTIF_ID_VALID) and the
+ * rules. Therefore:
+ *   - CONTINUE only for an allowed write inside the Landlock floor, by a call Landlock covers (the kernel
+ *     re-checks whatever path it finally walks), and only when no deny rule lies inside that floor;
+ *   - every other allowed write is emulated here on our own copy of the canonical path, walked again without
+ *     following symlinks (so it can only touch what was decided on), and the result injected (ADDFD) or
+ *     returned;
+ *   - anything unreadable, malformed, unknown or unanswered is denied (EACCES), and the notification id is
+ *     checked (ID_VALID) after reading the thread's memory and before acting.
+ * The Worker never waits for a person: questions go to the main thread and are answered later by id.
+ */
+import { cstr } from "../../ffi/libc.ts";
+import { getRemoteFd, type Notification, type NotifyFd } from "../../ffi/notify.ts";
+import { fs, openDirNoSymlinks } from "../../ffi/fsops.ts";
+import { resolveSyscall } from "../../ffi/seccomp.ts";
+import { Policy } from "../policy.ts";
+import { scopeCovers } from "../path_scope.ts";
+import { suggestExecScopes, suggestScopes } from "../suggest_scope.ts";
+import { decodeRequestBytes, MAGIC_PREFIX } from "../request_protocol.ts";
+import type { Answer, Op, PathScope, Question, Rule } from "../types.ts";
+import { baseDir, type Resolved, resolvePath } from "./resolve.ts";
+import type { SessionConfig, ToMain } from "./session_config.ts";
+import {
+  AT_EMPTY_PATH,
+  AT_REMOVEDIR,
+  AT_SYMLINK_FOLLOW,
+  AT_SYMLINK_NOFOLLOW,
+  NEW_SYSCALL_NUMBERS,
+  WRITE_CALLS,
+  type WriteCall,
+} from "./../syscall_table.ts";
+import { ProcInfo } from "./proc_info.ts";
+import { RequestHandler } from "./requests.ts";
+
+const EACCES = 13, EFAULT = 14, ENAMETOOLONG = 36, ENOSYS = 38, EOPNOTSUPP = 95;
+const O_WRONLY = 0o1, O_RDWR = 0o2, O_CREAT = 0o100, O_EXCL = 0o200, O_NOFOLLOW = 0o400000, O_CLOEXEC = 0o2000000;
+const O_TRUNC = 0o1000;
+
+type Verdict = "floor" | "allow" | "deny" | "ask";
+
+interface Target {
+  /** Canonical path decided on (or the fd's path for fd forms). */
+  path: string;
+  anon: boolean;
+}
+
+interface Pending {
+  n: Notification;
+  op: Op;
+  call: WriteCall | null;
+  targets: Target[];
+  /** For fd forms: our copy of the thread's fd. */
+  fdCopy: number;
+  /** For exec: continue on allow. */
+  exec?: boolean;
+  /** For exec: execveat rather than execve. */
+  execAt?: boolean;
+  qid: number;
+}
+
+const dec = new TextDecoder("utf-8", { fatal: true });
+
+export interface Stats {
+  notifications: number;
+  continued: number;
+  emulated: number;
+  denied: number;
+}
+
+export class Mediator {
+  readonly stats: Stats = { notifications: 0, continued: 0, emulated: 0, denied: 0 };
+  readonly #cfg: SessionConfig;
+  readonly #nfd: NotifyFd;
+  readonly #post: (m: ToMain) => void;
+  readonly policy: Policy;
+  readonly #floor: PathScope[];
+  #taintedFloor: PathScope[] = [];
+  readonly #byNr = new Map<number, WriteCall | "execve" | "execveat">();
+  readonly #pending = new Map<number, Pending>();
+  #nextQid = 1;
+  #firstExecDone = false;
+  readonly proc: ProcInfo;
+  readonly #requests: RequestHandler;
+  readonly #log: Deno.FsFile | null;
+  readonly #enc = new TextEncoder();
+
+  constructor(cfg: SessionConfig, nfd: NotifyFd, post: (m: ToMain) => void) {
+    this.#cfg = cfg;
+    this.#nfd = nfd;
+    this.#post = post;
+    this.#floor = cfg.floor.map((f) => ({ kind: f.kind, path: f.path }));
+    this.policy = new Policy(cfg.rules, {
+      home: cfg.home,
+      cwd: cfg.cwd,
+      lookup: (p) => lookupInPath(p, cfg.pathEnv),
+      isWritable: (p) => this.#inFloor(p) || this.policy.decide("write", p, Date.now()).effect === "allow",
+    });
+    this.#retaint();
+    for (const c of WRITE_CALLS) {
+      const nr = NEW_SYSCALL_NUMBERS[c.name] ?? resolveSyscall(c.name);
+      if (nr >= 0) this.#byNr.set(nr, c);
+    }
+    for (const name of ["execve", "execveat"] as const) {
+      const nr = resolveSyscall(name);
+      if (nr >= 0) this.#byNr.set(nr, name);
+    }
+    this.proc = new ProcInfo(cfg.commandPid);
+    this.#requests = new RequestHandler(this, cfg);
+    this.#log = cfg.logPath
+      ? Deno.openSync(cfg.logPath, { append: true, create: true, mode: 0o600 })
+      : null;
+  }
+
+  get config(): SessionConfig {
+    return this.#cfg;
+  }
+
+  /** Floor roots that contain a deny rule: allowed writes there are emulated, not continued. */
+  #retaint(): void {
+    const denies = this.policy.rules.filter((r) => r.effect === "deny" && r.op === "write");
+    this.#taintedFloor = this.#floor.filter((f) =>
+      f.kind === "tree" &&
+      denies.some((d) => {
+        const p = d.target.endsWith("/**") ? d.target.slice(0, -3) : d.target;
+        return p === f.path || p.startsWith(f.path + "/") || f.path.startsWith(p + "/");
+      })
+    );
+  }
+
+  #inFloor(path: string): boolean {
+    for (const f of this.#floor) if (scopeCovers(f, path)) return true;
+    return false;
+  }
+
+  #floorSafe(path: string): boolean {
+    for (const f of this.#taintedFloor) if (scopeCovers(f, path)) return false;
+    return true;
+  }
+
+  addRule(rule: Rule): void {
+    this.policy.add(rule);
+    if (rule.effect === "deny") this.#retaint();
+  }
+
+  removeRules(pred: (r: Rule) => boolean): number {
+    const n = this.policy.remove(pred);
+    this.#retaint();
+    return n;
+  }
+
+  /** Handles one notification: answers it now, or posts a question and answers later. */
+  handle(n: Notification): void {
+    this.stats.notifications++;
+    const h = this.#byNr.get(n.nr);
+    try {
+      if (h === undefined) this.#deny(n, "unknown", `syscall ${n.nr}`, "write", "filter");
+      else if (h === "execve" || h === "execveat") this.#exec(n, h === "execveat");
+      else this.#write(n, h);
+    } catch (e) {
+      // Fail closed: whatever went wrong, the call does not go through.
+      this.#nfd.fail(n.id, EACCES);
+      this.stats.denied++;
+      this.#logLine({ pid: n.tid, op: "write", target: "?", decision: "deny", by: "error", error: String(e) });
+    }
+  }
+
+  // ---------------------------------------------------------------- write
+
+  #readPath(n: Notification, arg: number): string | number {
+    const bytes = this.#nfd.readCString(n.tid, n.args[arg]);
+    if (bytes === null) return n.args[arg] === 0n ? -EFAULT : -ENAMETOOLONG;
+    try {
+      return dec.decode(bytes);
+    } catch {
+      return -EACCES; // not UTF-8: decided only inside the floor (see docs/guarantees.md)
+    }
+  }
+
+  #target(n: Notification, dirfdArg: number, pathArg: number, follow: boolean): Resolved | { kind: "nonutf8" } {
+    const p = this.#readPath(n, pathArg);
+    if (typeof p === "number") {
+      if (p === -EACCES) return { kind: "nonutf8" };
+      return { kind: "error", errno: -p };
+    }
+    let base = "/";
+    if (!p.startsWith("/")) {
+      const dirfd = dirfdArg < 0 ? -100 : Number(BigInt.asIntN(32, n.args[dirfdArg]));
+      const b = baseDir(n.tid, dirfd);
+      if (b.kind !== "path") return b;
+      base = b.path;
+    }
+    return resolvePath(p, base, follow, n.tid, n.tid);
+  }
+
+  #write(n: Notification, c: WriteCall): void {
+    const a = n.args;
+    const atFlags = c.atFlags !== undefined ? Number(a[c.atFlags] & 0xffffffffn) : 0;
+    const targets: Target[] = [];
+    let fdCopy = -1;
+
+    // fd forms: fchmod, fchown, fsetxattr, fremovexattr, utimensat(fd, NULL), *at(fd, "", AT_EMPTY_PATH)
+    const fdForm = c.path < 0 || (c.kind === "utime" && c.name === "utimensat" && a[1] === 0n);
+    let emptyPathForm = false;
+    if (!fdForm && (atFlags & AT_EMPTY_PATH) && c.kind !== "link") {
+      const p = this.#readPath(n, c.path);
+      emptyPathForm = p === "";
+    }
+    if (fdForm || emptyPathForm) {
+      const fdArg = c.path < 0 ? c.fd! : c.dirfd;
+      const tgid = this.proc.tgid(n.tid);
+      fdCopy = getRemoteFd(tgid, Number(BigInt.asIntN(32, a[fdArg])));
+      if (fdCopy < 0) return this.#fail(n, -fdCopy);
+      const r = resolvePath(`/proc/self/fd/${fdCopy}`, "/", true, Deno.pid, Deno.pid);
+      if (r.kind === "error") {
+        fs.close(fdCopy);
+        return this.#fail(n, r.errno);
+      }
+      targets.push(r.kind === "anon" ? { path: `anon:${r.what}`, anon: true } : { path: r.path, anon: false });
+    } else {
+      let follow = c.follow;
+      if (c.kind === "open") {
+        const flags = this.#openFlags(n, c);
+        follow = !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
+      } else if (c.kind === "link") {
+        follow = (atFlags & AT_SYMLINK_FOLLOW) !== 0;
+      } else if (c.atFlags !== undefined && (atFlags & AT_SYMLINK_NOFOLLOW)) {
+        follow = false;
+      }
+      const t1 = this.#target(n, c.dirfd, c.path, follow);
+      if (t1.kind === "nonutf8") return this.#nonUtf8(n, c);
+      if (t1.kind === "error") return this.#fail(n, t1.errno);
+      targets.push(t1.kind === "anon" ? { path: `anon:${t1.what}`, anon: true } : { path: t1.path, anon: false });
+      if (c.path2 !== undefined) {
+        const t2 = this.#target(n, c.dirfd2 ?? -1, c.path2, false);
+        if (t2.kind === "nonutf8") return this.#nonUtf8(n, c);
+        if (t2.kind === "error") return this.#fail(n, t2.errno);
+        targets.push(t2.kind === "anon" ? { path: `anon:${t2.what}`, anon: true } : { path: t2.path, anon: false });
+      }
+    }
+
+    if (!this.#nfd.idValid(n.id)) {
+      fs.close(fdCopy);
+      return;
+    }
+
+    const verdicts = targets.map((t) => this.#verdict(t));
+    const shown = targets.map((t) => t.path).join(" → ");
+    if (verdicts.includes("deny")) {
+      fs.close(fdCopy);
+      return this.#deny(n, c.name, shown, "write", "rule");
+    }
+    if (verdicts.includes("ask")) {
+      const askAt = verdicts.indexOf("ask");
+      return this.#ask({ n, op: "write", call: c, targets, fdCopy, qid: 0 }, targets[askAt].path, c.name);
+    }
+    this.#allow({ n, op: "write", call: c, targets, fdCopy, qid: 0 }, verdicts.every((v) => v === "floor"), "rule");
+  }
+
+  #openFlags(n: Notification, c: WriteCall): number {
+    return typeof c.openFlags === "number" ? Number(n.args[c.openFlags] & 0xffffffffn) : c.openFlags!.fixed;
+  }
+
+  #verdict(t: Target): Verdict {
+    if (t.anon) return "floor"; // a pipe or socket reached through /proc/PID/fd: no file system change
+    const d = this.policy.decide("write", t.path, Date.now());
+    if (d.effect === "allow") return this.#inFloor(t.path) && this.#floorSafe(t.path) ? "floor" : "allow";
+    return d.effect;
+  }
+
+  /** Allowed: continue inside the floor for calls Landlock covers, emulate otherwise. */
+  #allow(p: Pending, floor: boolean, by: string): void {
+    const { n, call } = p;
+    if (p.exec) {
+      this.#nfd.continue(n.id);
+      this.stats.continued++;
+      this.#logLine({ pid: n.tid, op: "exec", target: p.targets[0].path, decision: "allow", by });
+      return;
+    }
+    if (floor && call!.landlock && p.fdCopy < 0) {
+      this.#nfd.continue(n.id);
+      this.stats.continued++;
+      if (this.#log) this.#logLine({ pid: n.tid, op: "write", syscall: call!.name, target: p.targets.map((t) => t.path).join(" → "), decision: "allow", by });
+      return;
+    }
+    const r = this.#emulate(p);
+    fs.close(p.fdCopy);
+    this.stats.emulated++;
+    if (r.sent) {
+      // ADDFD with SEND completed the call.
+    } else if (r.value >= 0) this.#nfd.succeed(n.id, r.value);
+    else this.#nfd.fail(n.id, -r.value);
+    this.#logLine({
+      pid: n.tid,
+      op: "write",
+      syscall: call!.name,
+      target: p.targets.map((t) => t.path).join(" → "),
+      decision: "allow",
+      by,
+      emulated: true,
+      result: r.value,
+    });
+  }
+
+  #fail(n: Notification, errno: number): void {
+    if (this.#nfd.idValid(n.id)) this.#nfd.fail(n.id, errno);
+  }
+
+  #nonUtf8(n: Notification, c: WriteCall): void {
+    // Names that are not UTF-8 cannot be shown or matched faithfully: they go through only where Landlock
+    // decides anyway (the floor) - the kernel checks the real bytes - and are denied elsewhere.
+    if (c.landlock && this.#taintedFloor.length === 0) {
+      this.#nfd.continue(n.id);
+      this.stats.continued++;
+      return;
+    }
+    this.#deny(n, c.name, "(a file name that is not UTF-8)", "write", "rule");
+  }
+
+  #deny(n: Notification, syscall: string, target: string, op: Op, by: string): void {
+    this.#nfd.fail(n.id, EACCES);
+    this.stats.denied++;
+    const pid = this.proc.tgid(n.tid);
+    const name = this.proc.comm(pid);
+    const suggest = op === "write" && target.startsWith("/")
+      ? (() => {
+        const s = suggestScopes(target.split(" → ").find((t) => !this.#inFloor(t)) ?? target, {
+          home: this.#cfg.home,
+          project: this.#cfg.project,
+        });
+        return s.scopes[s.suggested];
+      })()
+      : undefined;
+    this.#post({ t: "decided", effect: "deny", op, target, pid, name, syscall, by, suggest });
+    this.#logLine({ pid, name, op, syscall, target, decision: "deny", by, chain: this.#log ? this.proc.chain(pid) : undefined });
+  }
+
+  // ---------------------------------------------------------------- asking
+
+  #ask(p: Pending, target: string, syscall: string): void {
+    const pid = this.proc.tgid(p.n.tid);
+    const qid = this.#nextQid++;
+    p.qid = qid;
+    const choice = p.op === "exec" ? suggestExecScopes(target) : suggestScopes(target, {
+      home: this.#cfg.home,
+      project: this.#cfg.project,
+    });
+    const q: Question = {
+      id: qid,
+      op: p.op,
+      pid,
+      name: this.proc.comm(pid),
+      target: p.op === "exec" && p.targets[0].path !== target ? target : target,
+      syscall,
+      chain: this.proc.chain(pid),
+      suggestedScope: choice.scopes[choice.suggested],
+      scopes: choice.scopes,
+    };
+    if (p.op === "exec") {
+      const argv = this.proc.argvOf(p.n, this.#nfd, p.execAt === true);
+      if (argv) q.argv = argv;
+      if (this.policy.decide("write", target, Date.now()).effect === "allow" || this.#inFloor(target)) {
+        q.warning = "the sandbox can write this program without asking: allowing it lets the sandbox run anything it writes there";
+      }
+    }
+    this.#pending.set(qid, p);
+    this.#post({ t: "ask", q, key: `${p.op}\0${target}` });
+  }
+
+  /** The main thread's answer to question `qid`. */
+  answer(qid: number, a: Answer): void {
+    if (this.#requests.owns(qid)) return this.#requests.answer(qid, a);
+    const p = this.#pending.get(qid);
+    if (!p) return;
+    this.#pending.delete(qid);
+    if (!this.#nfd.idValid(p.n.id)) {
+      fs.close(p.fdCopy);
+      return;
+    }
+    const now = Date.now();
+    if (a.kind === "for" || a.kind === "always" || a.kind === "never") {
+      const target = a.scope ?? p.targets.find((t) => !this.#inFloor(t.path))?.path ?? p.targets[0].path;
+      try {
+        this.addRule({
+          effect: a.kind === "never" ? "deny" : "allow",
+          op: p.op,
+          target,
+          expiresAt: a.kind === "for" ? now + (a.durationMs ?? 300_000) : undefined,
+          source: { kind: "answer", by: a.by },
+        });
+      } catch {
+        // A scope that does not parse is a bad answer: deny.
+        fs.close(p.fdCopy);
+        return this.#deny(p.n, p.call?.name ?? "execve", p.targets[0].path, p.op, a.by);
+      }
+    }
+    if (a.kind === "deny" || a.kind === "never") {
+      fs.close(p.fdCopy);
+      return this.#deny(p.n, p.call?.name ?? "execve", p.targets.map((t) => t.path).join(" → "), p.op, a.by);
+    }
+    // Allowed by the answer (once, or a grant that covers it). Other targets of the same call (rename, link)
+    // must be allowed too; anything still asking is allowed only by `once`.
+    if (p.exec) return this.#allow(p, false, a.by);
+    const verdicts = p.targets.map((t) => this.#verdict(t));
+    if (verdicts.includes("deny")) {
+      fs.close(p.fdCopy);
+      return this.#deny(p.n, p.call!.name, p.targets.map((t) => t.path).join(" → "), "write", "rule");
+    }
+    this.#allow(p, verdicts.every((v) => v === "floor"), a.by);
+  }
+
+  /** A process died or the session ends: forget its questions. */
+  withdrawDead(): void {
+    for (const [qid, p] of this.#pending) {
+      if (!this.#nfd.idValid(p.n.id)) {
+        fs.close(p.fdCopy);
+        this.#pending.delete(qid);
+        this.#post({ t: "withdraw", qid });
+      }
+    }
+  }
+
+  get pendingCount(): number {
+    return this.#pending.size;
+  }
+
+  // ---------------------------------------------------------------- emulation
+
+  #emulate(p: Pending): { value: number; sent: boolean } {
+    const { n, call } = p;
+    const c = call!;
+    const a = n.args;
+    if (p.fdCopy >= 0) return { value: this.#emulateFd(p), sent: false };
+    const t = p.targets[0];
+    if (t.anon) return { value: -EACCES, sent: false };
+    const { dirfd, name } = openParent(t.path);
+    if (dirfd < 0) return { value: dirfd, sent: false };
+    const nameC = cstr(name);
+    try {
+      switch (c.kind) {
+        case "open": {
+          const flags = this.#openFlags(n, c);
+          const mode = c.mode !== undefined && typeof c.openFlags === "number"
+            ? Number(a[c.mode] & 0o7777n)
+            : c.name === "creat"
+            ? Number(a[1] & 0o7777n)
+            : 0;
+          const umask = this.proc.umask(n.tid);
+          const fd = fs.openat(dirfd, nameC, flags | O_NOFOLLOW | O_CLOEXEC | 0o400 /* O_NOCTTY */, mode & ~umask);
+          if (fd < 0) return { value: fd, sent: false };
+          const r = this.#nfd.addFdAndReturn(n.id, fd, (flags & O_CLOEXEC) !== 0);
+          fs.close(fd);
+          return { value: r, sent: r >= 0 };
+        }
+        case "truncate": {
+          const fd = fs.openat(dirfd, nameC, O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+          if (fd < 0) return { value: fd, sent: false };
+          const r = fs.ftruncate(fd, BigInt.asIntN(64, a[1]));
+          fs.close(fd);
+          return { value: r, sent: false };
+        }
+        case "mkdir":
+          return { value: fs.mkdirat(dirfd, nameC, Number(a[c.mode!] & 0o7777n) & ~this.proc.umask(n.tid)), sent: false };
+        case "mknod": {
+          const mode = Number(a[c.mode!] & 0xffffffffn);
+          const umask = this.proc.umask(n.tid);
+          const dev = c.name === "mknod" ? a[2] : a[3];
+          return { value: fs.mknodat(dirfd, nameC, (mode & ~0o7777) | (mode & 0o7777 & ~umask), dev), sent: false };
+        }
+        case "unlink": {
+          const flags = c.atFlags !== undefined ? Number(a[c.atFlags] & BigInt(AT_REMOVEDIR)) : 0;
+          return { value: fs.unlinkat(dirfd, nameC, flags), sent: false };
+        }
+        case "rmdir":
+          return { value: fs.unlinkat(dirfd, nameC, AT_REMOVEDIR), sent: false };
+        case "rename":
+        case "link": {
+          const t2 = p.targets[1];
+          const second = openParent(t2.path);
+          if (second.dirfd < 0) return { value: second.dirfd, sent: false };
+          try {
+            if (c.kind === "rename") {
+              const flags = c.atFlags !== undefined ? Number(a[c.atFlags] & 0xffffffffn) : 0;
+              return { value: fs.renameat2(dirfd, nameC, second.dirfd, cstr(second.name), flags), sent: false };
+            }
+            return { value: fs.linkat(dirfd, nameC, second.dirfd, cstr(second.name), 0), sent: false };
+          } finally {
+            fs.close(second.dirfd);
+          }
+        }
+        case "symlink": {
+          const text = this.#nfd.readCString(n.tid, a[0]);
+          if (text === null) return { value: -EFAULT, sent: false };
+          return { value: fs.symlinkat(cstr(text), dirfd, nameC), sent: false };
+        }
+        case "chmod": {
+          const mode = Number(a[c.mode!] & 0o7777n);
+          return { value: fs.fchmodatNoFollow(dirfd, nameC, mode), sent: false };
+        }
+        case "chown": {
+          const [u, g] = c.name === "fchownat" ? [a[2], a[3]] : [a[1], a[2]];
+          return { value: fs.fchownatNoFollow(dirfd, nameC, Number(u & 0xffffffffn), Number(g & 0xffffffffn)), sent: false };
+        }
+        case "utime": {
+          const ts = this.#readTimes(n, c);
+          if (typeof ts === "number") return { value: ts, sent: false };
+          return { value: fs.utimensatNoFollow(dirfd, nameC, ts), sent: false };
+        }
+        case "setxattr": {
+          const x = this.#readXattr(n, 1, 2, 3);
+          if (typeof x === "number") return { value: x, sent: false };
+          return { value: fs.lsetxattrAt(dirfd, name, x.name, x.value, x.size, Number(a[4] & 0xffffffffn)), sent: false };
+        }
+        case "removexattr": {
+          const attr = this.#nfd.readCString(n.tid, a[1], 256);
+          if (attr === null) return { value: -EFAULT, sent: false };
+          return { value: fs.lremovexattrAt(dirfd, name, cstr(attr)), sent: false };
+        }
+      }
+    } finally {
+      fs.close(dirfd);
+    }
+    return { value: -ENOSYS, sent: false };
+  }
+
+  #emulateFd(p: Pending): number {
+    const { n, call } = p;
+    const c = call!;
+    const a = n.args;
+    const fd = p.fdCopy;
+    switch (c.kind) {
+      case "chmod":
+        return fs.fchmod(fd, Number(a[c.mode!] & 0o7777n));
+      case "chown": {
+        const [u, g] = c.name === "fchownat" ? [a[2], a[3]] : [a[1], a[2]];
+        return fs.fchown(fd, Number(u & 0xffffffffn), Number(g & 0xffffffffn));
+      }
+      case "utime": {
+        const ts = this.#readTimes(n, c);
+        if (typeof ts === "number") return ts;
+        return fs.futimens(fd, ts);
+      }
+      case "setxattr": {
+        const x = this.#readXattr(n, 1, 2, 3);
+        if (typeof x === "number") return x;
+        return fs.fsetxattr(fd, x.name, x.value, x.size, Number(a[4] & 0xffffffffn));
+      }
+      case "removexattr": {
+        const attr = this.#nfd.readCString(n.tid, a[1], 256);
+        if (attr === null) return -EFAULT;
+        return fs.fremovexattr(fd, cstr(attr));
+      }
+    }
+    return -EOPNOTSUPP;
+  }
+
+  /** Reads the times argument of the utime family as struct timespec[2] (null = now). */
+  #readTimes(n: Notification, c: WriteCall): Uint8Array<ArrayBuffer> | null | number {
+    const a = n.args;
+    const ptr = c.name === "utime" || c.name === "utimes" ? a[1] : a[2];
+    if (ptr === 0n) return null;
+    const out = new Uint8Array(128);
+    const ov = new DataView(out.buffer);
+    if (c.name === "utime") {
+      const b = this.#nfd.readBytes(n.tid, ptr, 16); // struct utimbuf { time_t actime, modtime; }
+      if (!b) return -EFAULT;
+      const v = new DataView(b.buffer);
+      ov.setBigInt64(0, v.getBigInt64(0, true), true);
+      ov.setBigInt64(16, v.getBigInt64(8, true), true);
+      return out;
+    }
+    const b = this.#nfd.readBytes(n.tid, ptr, 32);
+    if (!b) return -EFAULT;
+    const v = new DataView(b.buffer);
+    if (c.name === "utimensat") return new Uint8Array([...b, ...new Uint8Array(96)]);
+    // struct timeval[2] → timespec[2]
+    for (let i = 0; i < 2; i++) {
+      ov.setBigInt64(i * 16, v.getBigInt64(i * 16, true), true);
+      ov.setBigInt64(i * 16 + 8, v.getBigInt64(i * 16 + 8, true) * 1000n, true);
+    }
+    return out;
+  }
+
+  #readXattr(
+    n: Notification,
+    nameArg: number,
+    valueArg: number,
+    sizeArg: number,
+  ): { name: Uint8Array<ArrayBuffer>; value: Uint8Array<ArrayBuffer>; size: number } | number {
+    const a = n.args;
+    const attr = this.#nfd.readCString(n.tid, a[nameArg], 256);
+    if (attr === null) return -EFAULT;
+    const size = Number(a[sizeArg] & 0xffffffffn);
+    if (size > 65536) return -7; // E2BIG
+    const value = new Uint8Array(Math.max(128, size));
+    for (let off = 0; off < size; off += 8192) {
+      const len = Math.min(8192, size - off);
+      const chunk = this.#nfd.readBytes(n.tid, a[valueArg] + BigInt(off), len);
+      if (!chunk) return -EFAULT;
+      value.set(chunk, off);
+    }
+    return { name: cstr(attr), value, size };
+  }
+
+  // ---------------------------------------------------------------- exec
+
+  #exec(n: Notification, at: boolean): void {
+    const a = n.args;
+    // execveat(dirfd, path, argv, envp, flags); execve(path, argv, envp)
+    const pathArg = at ? 1 : 0;
+    const raw = this.#nfd.readCString(n.tid, a[pathArg]);
+    if (raw !== null && raw.length >= MAGIC_PREFIX.length && startsWithMagic(raw)) {
+      return this.#requests.handle(n, raw);
+    }
+    if (!this.#firstExecDone && n.tid === this.#cfg.commandPid) {
+      // The command hallpass was asked to run (resolved by hallpass itself before the launch).
+      this.#firstExecDone = true;
+      if (!this.#nfd.idValid(n.id)) return;
+      this.#nfd.continue(n.id);
+      this.stats.continued++;
+      return;
+    }
+    if (!this.#cfg.mediate.exec) {
+      if (this.#nfd.idValid(n.id)) this.#nfd.continue(n.id);
+      this.stats.continued++;
+      return;
+    }
+    if (raw === null) return this.#fail(n, EFAULT);
+    let path: string;
+    try {
+      path = dec.decode(raw);
+    } catch {
+      return this.#deny(n, at ? "execveat" : "execve", "(a program name that is not UTF-8)", "exec", "rule");
+    }
+    const flags = at ? Number(a[4] & 0xffffffffn) : 0;
+    let r: Resolved;
+    if (at && path === "" && (flags & AT_EMPTY_PATH)) {
+      r = resolvePath(`/proc/${n.tid}/fd/${Number(BigInt.asIntN(32, a[0]))}`, "/", true, n.tid, n.tid);
+    } else if (!path.startsWith("/")) {
+      const b = baseDir(n.tid, at ? Number(BigInt.asIntN(32, a[0])) : -100);
+      if (b.kind !== "path") return this.#fail(n, b.kind === "error" ? b.errno : EACCES);
+      r = resolvePath(path, b.path, true, n.tid, n.tid);
+    } else {
+      r = resolvePath(path, "/", true, n.tid, n.tid);
+    }
+    if (r.kind === "error") return this.#fail(n, r.errno);
+    // A memfd or deleted file has no path a rule can name: it asks, shown as what /proc says.
+    const target = r.kind === "anon" ? `anon:${r.what}` : r.path;
+    if (!this.#nfd.idValid(n.id)) return;
+    const d = target.startsWith("/") ? this.policy.decide("exec", target, Date.now()) : { effect: "ask" as const };
+    const p: Pending = { n, op: "exec", call: null, targets: [{ path: target, anon: r.kind === "anon" }], fdCopy: -1, exec: true, execAt: at, qid: 0 };
+    if (d.effect === "allow") return this.#allow(p, false, "rule");
+    if (d.effect === "deny") return this.#deny(n, at ? "execveat" : "execve", target, "exec", "rule");
+    this.#ask(p, target, at ? "execveat" : "execve");
+  }
+
+  /** Answers a request made with hallpass-request. */
+  answerRequest(n: Notification, errno: number): void {
+    if (this.#nfd.idValid(n.id)) this.#nfd.fail(n.id, errno);
+  }
+
+  postToMain(m: ToMain): void {
+    this.#post(m);
+  }
+
+  nextQid(): number {
+    return this.#nextQid++;
+  }
+
+  // ---------------------------------------------------------------- log
+
+  #logLine(rec: Record<string, unknown>): void {
+    if (!this.#log) return;
+    const line = JSON.stringify({ time: new Date().toISOString(), ...rec }) + "\n";
+    try {
+      this.#log.writeSync(this.#enc.encode(line));
+    } catch {
+      // A full disk must not stop mediation.
+    }
+  }
+
+  logDecision(rec: Record<string, unknown>): void {
+    this.#logLine(rec);
+  }
+
+  close(): void {
+    for (const p of this.#pending.values()) {
+      if (this.#nfd.idValid(p.n.id)) this.#nfd.fail(p.n.id, EACCES);
+      fs.close(p.fdCopy);
+    }
+    this.#pending.clear();
+    this.#log?.close();
+  }
+}
+
+function startsWithMagic(raw: Uint8Array): boolean {
+  for (let i = 0; i < MAGIC_PREFIX.length; i++) if (raw[i] !== MAGIC_PREFIX.charCodeAt(i)) return false;
+  return true;
+}
+
+/** Opens the canonical parent of `path` without following symlinks; returns its fd and the last name. */
+function openParent(path: string): { dirfd: number; name: string } {
+  const i = path.lastIndexOf("/");
+  const dir = i <= 0 ? "/" : path.slice(0, i);
+  const name = path.slice(i + 1);
+  if (name === "" || name === "." || name === "..") return { dirfd: -EACCES, name };
+  return { dirfd: openDirNoSymlinks(dir), name };
+}
+
+export function lookupInPath(prog: string, pathEnv: string): string | null {
+  if (prog.includes("/")) return prog;
+  for (const dir of pathEnv.split(":")) {
+    if (!dir) continue;
+    const p = `${dir}/${prog}`;
+    try {
+      const st = Deno.statSync(p);
+      if (st.isFile && (st.mode ?? 0) & 0o111) return p;
+    } catch {
+      // not here
+    }
+  }
+  return null;
+}
+
+export { decodeRequestBytes, O_RDWR, O_TRUNC };

@@ -1,0 +1,49 @@
+/**
+ * What the main thread hands the supervisor Worker: plain data (structured-clonable), built once per run.
+ */
+import type { Answer, Question, Rule } from "../types.ts";
+
+export interface SessionConfig {
+  listenerFd: number;
+  /** Read end of a pipe the main thread writes to after posting a message (wakes the blocking poll). */
+  wakeFd: number;
+  /** Process id of the command hallpass started (its first exec is allowed). */
+  commandPid: number;
+  /** The launcher (parent of the command). */
+  launcherPid: number;
+  project: string;
+  home: string;
+  cwd: string;
+  /** Paths the Landlock floor lets the sandbox write (trees and exact files): allowed calls there CONTINUE. */
+  floor: { kind: "exact" | "tree"; path: string }[];
+  rules: Rule[];
+  mediate: { exec: boolean; connect: boolean };
+  /** Environment PATH at start, for program names in rules. */
+  pathEnv: string;
+  logPath: string | null;
+  /** The command's umask (the supervisor runs with umask 0 and applies the command's itself). */
+  umask: number;
+}
+
+export type ToMain =
+  | { t: "ready" }
+  | { t: "ask"; q: Question; key: string }
+  | { t: "withdraw"; qid: number }
+  | {
+    t: "decided";
+    effect: "deny" | "allow";
+    op: string;
+    target: string;
+    pid: number;
+    name: string;
+    syscall: string;
+    by: string;
+    suggest?: string;
+  }
+  | { t: "stopped"; stats: { notifications: number; continued: number; emulated: number; denied: number } }
+  | { t: "fatal"; message: string };
+
+export type ToWorker =
+  | { t: "init"; config: SessionConfig }
+  | { t: "answer"; qid: number; answer: Answer }
+  | { t: "stop" };

@@ -1,0 +1,75 @@
+/**
+ * The supervisor Worker: a synchronous poll → RECV → decide → SEND loop on its own thread (DESIGN §1).
+ * It never waits for a person: questions go to the main thread, whose answers come back as messages. To read
+ * them, the loop also polls a wake-up pipe the main thread writes to after posting, then yields to the event
+ * loop once.
+ */
+/// <reference lib="deno.worker" />
+import { close, libc, pollFds } from "../../ffi/libc.ts";
+import { NotifyFd } from "../../ffi/notify.ts";
+import { Mediator } from "./mediator.ts";
+import type { SessionConfig, ToMain, ToWorker } from "./session_config.ts";
+
+const inbox: ToWorker[] = [];
+let wake: (() => void) | null = null;
+self.onmessage = (e: MessageEvent<ToWorker>) => {
+  inbox.push(e.data);
+  wake?.();
+};
+const post = (m: ToMain) => self.postMessage(m);
+
+function nextMessage(): Promise<void> {
+  if (inbox.length) return Promise.resolve();
+  return new Promise((r) => (wake = r));
+}
+
+async function main(): Promise<void> {
+  await nextMessage();
+  const init = inbox.shift()!;
+  if (init.t !== "init") throw new Error("supervisor worker: expected init");
+  const cfg: SessionConfig = init.config;
+  const nfd = new NotifyFd(cfg.listenerFd);
+  nfd.trySyncWakeup();
+  const m = new Mediator(cfg, nfd, post);
+  post({ t: "ready" });
+  const drain = new Uint8Array(128);
+  let listenerOpen = true;
+  let stopping = false;
+  let lastSweep = Date.now();
+  for (;;) {
+    const fds = listenerOpen ? [cfg.listenerFd, cfg.wakeFd] : [cfg.wakeFd];
+    const ready = pollFds(fds, m.pendingCount > 0 ? 200 : -1);
+    if (ready && ready[fds.length - 1]) {
+      libc().read(cfg.wakeFd, drain, 128n);
+      // Let the posted messages be delivered (the main thread posts before it writes the pipe).
+      for (let i = 0; i < 100 && inbox.length === 0; i++) await new Promise((r) => setTimeout(r, 1));
+      while (inbox.length) {
+        const msg = inbox.shift()!;
+        if (msg.t === "answer") m.answer(msg.qid, msg.answer);
+        else if (msg.t === "stop") stopping = true;
+      }
+      if (stopping) break;
+    }
+    if (listenerOpen && ready && ready[0]) {
+      if (ready[0] & 1 /* POLLIN */) {
+        const n = nfd.recv();
+        if (n) m.handle(n);
+      } else if (ready[0] & (0x10 | 0x08) /* POLLHUP | POLLERR */) {
+        listenerOpen = false; // every sandboxed process is gone
+      }
+    }
+    const now = Date.now();
+    if (m.pendingCount > 0 && now - lastSweep > 200) {
+      m.withdrawDead();
+      lastSweep = now;
+    }
+  }
+  m.close();
+  close(cfg.listenerFd);
+  post({ t: "stopped", stats: m.stats });
+  self.close();
+}
+
+main().catch((e) => {
+  post({ t: "fatal", message: e instanceof Error ? e.message : String(e) });
+});

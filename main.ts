@@ -1,0 +1,66 @@
+/**
+ * hallpass: parse, plan, run, and map the outcome to one table of exit codes (SPEC §2).
+ *   command's own status · 128+N killed by signal N · 125 hallpass failed before the command ran
+ *   126 not executable · 127 not found (usage errors are failures before the command ran: 125)
+ */
+import { HELP, parseCommandLine, VERSION } from "./lib/cli.ts";
+import { CommandError, makePlan } from "./lib/plan.ts";
+import { HallpassError, runSandbox } from "./lib/run.ts";
+import { UsageError } from "./lib/types.ts";
+
+async function main(argv: string[]): Promise<number> {
+  const inv = parseCommandLine(argv);
+  switch (inv.kind) {
+    case "help":
+      console.log(HELP);
+      return 0;
+    case "version":
+      console.log(`hallpass ${VERSION}`);
+      return 0;
+    case "agents": {
+      const { RECIPES } = await import("./lib/agents.ts");
+      for (const r of RECIPES) console.log(`${r.name.padEnd(10)} ${r.description}: ${r.write.join(" ")}`);
+      return 0;
+    }
+    case "doctor": {
+      const { runChecks, formatChecks, essentialOk } = await import("./lib/doctor.ts");
+      const checks = runChecks();
+      if (inv.json) console.log(JSON.stringify(checks, null, 2));
+      else for (const l of formatChecks(checks)) console.log(l);
+      return essentialOk(checks) ? 0 : 1;
+    }
+    case "rules": {
+      const { rulesCommand } = await import("./lib/rules_command.ts");
+      return rulesCommand(inv.args, inv.opts);
+    }
+    case "run": {
+      const plan = makePlan(inv.opts, (k) => Deno.env.get(k));
+      const interactive = Deno.stdin.isTerminal() && Deno.stdout.isTerminal();
+      return await runSandbox(inv.opts, plan, interactive);
+    }
+  }
+}
+
+if (import.meta.main) {
+  let code: number;
+  try {
+    code = await main(Deno.args);
+  } catch (e) {
+    if (e instanceof UsageError) {
+      console.error(`hallpass: ${e.message}`);
+      code = 125;
+    } else if (e instanceof CommandError) {
+      console.error(`hallpass: ${e.message}`);
+      code = e.status;
+    } else if (e instanceof HallpassError) {
+      console.error(`hallpass: ${e.message}`);
+      if (e.hint) console.error(`hint: ${e.hint}`);
+      code = 125;
+    } else {
+      console.error(`hallpass: internal error: ${e instanceof Error ? e.message : String(e)}`);
+      console.error("hint: please report this with `hallpass doctor` output");
+      code = 125;
+    }
+  }
+  Deno.exit(code);
+}
