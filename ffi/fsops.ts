@@ -48,7 +48,9 @@ export const fs = {
   ftruncate: (fd: number, len: bigint) => result(libc().ftruncate(fd, len)),
   fchmod: (fd: number, mode: number) => result(libc().fchmod(fd, mode)),
   fchown: (fd: number, uid: number, gid: number) => result(libc().fchown(fd, uid, gid)),
-  futimens: (fd: number, times: Uint8Array<ArrayBuffer> | null) => result(libc().utimensat(fd, null, times, 0)),
+  /** The raw system call: glibc's utimensat() refuses a NULL path with EINVAL. */
+  futimens: (fd: number, times: Uint8Array<ArrayBuffer> | null) =>
+    sys(Deno.build.arch === "aarch64" ? 88 : 280, fd, 0, times ? ptr(times) : 0, 0),
   fsetxattr: (fd: number, attr: Uint8Array<ArrayBuffer>, value: Uint8Array<ArrayBuffer>, size: number, flags: number) =>
     result(libc().fsetxattr(fd, attr, value, BigInt(size), flags)),
   fremovexattr: (fd: number, attr: Uint8Array<ArrayBuffer>) => result(libc().fremovexattr(fd, attr)),
