@@ -15,7 +15,7 @@
  * The Worker never waits for a person: questions go to the main thread and are answered later by id.
  */
 import { cstr } from "../../ffi/libc.ts";
-import { getRemoteFd, type Notification, type NotifyFd } from "../../ffi/notify.ts";
+import { getRemoteFd, type Notification, type NotifyFd, openat2, RESOLVE } from "../../ffi/notify.ts";
 import { fs, openDirNoSymlinks } from "../../ffi/fsops.ts";
 import { resolveSyscall } from "../../ffi/seccomp.ts";
 import { Policy } from "../policy.ts";
@@ -40,6 +40,10 @@ import { RequestHandler } from "./requests.ts";
 const EACCES = 13, EFAULT = 14, ENAMETOOLONG = 36, ENOSYS = 38, EOPNOTSUPP = 95;
 const O_WRONLY = 0o1, O_RDWR = 0o2, O_CREAT = 0o100, O_EXCL = 0o200, O_NOFOLLOW = 0o400000, O_CLOEXEC = 0o2000000;
 const O_TRUNC = 0o1000;
+const O_TMPFILE = 0o20200000;
+/** The kernel's VALID_OPEN_FLAGS (x86_64 and aarch64 values). */
+const VALID_OPEN_FLAGS = 0o37777703;
+const RESOLVE_NO_SYMLINKS = RESOLVE.NO_SYMLINKS | RESOLVE.NO_MAGICLINKS;
 
 type Verdict = "floor" | "allow" | "deny" | "ask";
 
@@ -450,7 +454,11 @@ export class Mediator {
             ? Number(a[1] & 0o7777n)
             : 0;
           const umask = this.proc.umask(n.tid);
-          const fd = fs.openat(dirfd, nameC, flags | O_NOFOLLOW | O_CLOEXEC | 0o400 /* O_NOCTTY */, mode & ~umask);
+          // openat2 RESOLVE_NO_SYMLINKS rather than O_NOFOLLOW: O_NOFOLLOW would stay in the file's flags
+          // (F_GETFL, /proc/PID/fdinfo), and the program did not ask for it. openat2 refuses unknown flag bits
+          // (openat ignores them) and a mode without O_CREAT/O_TMPFILE.
+          const how = (flags & VALID_OPEN_FLAGS) | O_CLOEXEC | 0o400 /* O_NOCTTY */;
+          const fd = openat2(dirfd, nameC, how, how & (O_CREAT | O_TMPFILE) ? mode & ~umask : 0, RESOLVE_NO_SYMLINKS);
           if (fd < 0) return { value: fd, sent: false };
           const r = this.#nfd.addFdAndReturn(n.id, fd, (flags & O_CLOEXEC) !== 0);
           fs.close(fd);
