@@ -2,27 +2,40 @@
  * File system operations the supervisor performs on behalf of a sandboxed process (emulation).
  * Each returns the call's result or -errno; none throws. Paths are Uint8Array C strings (see cstr).
  */
-import { AT, AT_FDCWD, cstr, libc, O, result, sys } from "./libc.ts";
+import { AT, AT_FDCWD, cstr, fslib, libc, O, result, sys } from "./libc.ts";
 import { openat2, RESOLVE } from "./notify.ts";
 
 /** Opens a canonical directory path without following any symlink or magic link. */
 export function openDirNoSymlinks(dir: string): number {
-  return openat2(AT_FDCWD, cstr(dir), O.PATH | O.DIRECTORY | O.CLOEXEC, 0, RESOLVE.NO_SYMLINKS | RESOLVE.NO_MAGICLINKS);
+  return openat2(
+    AT_FDCWD,
+    cstr(dir),
+    O.PATH | O.DIRECTORY | O.CLOEXEC,
+    0,
+    RESOLVE.NO_SYMLINKS | RESOLVE.NO_MAGICLINKS,
+  );
 }
 
 export const fs = {
   openat: (dfd: number, name: Uint8Array<ArrayBuffer>, flags: number, mode: number) =>
     result(libc().openat(dfd, name, flags, mode)),
-  mkdirat: (dfd: number, name: Uint8Array<ArrayBuffer>, mode: number) => result(libc().mkdirat(dfd, name, mode)),
+  mkdirat: (dfd: number, name: Uint8Array<ArrayBuffer>, mode: number) =>
+    result(fslib().mkdirat(dfd, name, mode)),
   mknodat: (dfd: number, name: Uint8Array<ArrayBuffer>, mode: number, dev: bigint) =>
-    result(libc().mknodat(dfd, name, mode, dev)),
-  unlinkat: (dfd: number, name: Uint8Array<ArrayBuffer>, flags: number) => result(libc().unlinkat(dfd, name, flags)),
-  renameat2: (d1: number, n1: Uint8Array<ArrayBuffer>, d2: number, n2: Uint8Array<ArrayBuffer>, flags: number) =>
-    result(libc().renameat2(d1, n1, d2, n2, flags)),
+    result(fslib().mknodat(dfd, name, mode, dev)),
+  unlinkat: (dfd: number, name: Uint8Array<ArrayBuffer>, flags: number) =>
+    result(fslib().unlinkat(dfd, name, flags)),
+  renameat2: (
+    d1: number,
+    n1: Uint8Array<ArrayBuffer>,
+    d2: number,
+    n2: Uint8Array<ArrayBuffer>,
+    flags: number,
+  ) => result(fslib().renameat2(d1, n1, d2, n2, flags)),
   linkat: (d1: number, n1: Uint8Array<ArrayBuffer>, d2: number, n2: Uint8Array<ArrayBuffer>, flags: number) =>
-    result(libc().linkat(d1, n1, d2, n2, flags)),
+    result(fslib().linkat(d1, n1, d2, n2, flags)),
   symlinkat: (target: Uint8Array<ArrayBuffer>, dfd: number, name: Uint8Array<ArrayBuffer>) =>
-    result(libc().symlinkat(target, dfd, name)),
+    result(fslib().symlinkat(target, dfd, name)),
   /** fchmodat2 with AT_SYMLINK_NOFOLLOW (Linux 6.6+): on a symlink, EOPNOTSUPP as the kernel says. */
   fchmodatNoFollow: (dfd: number, name: Uint8Array<ArrayBuffer>, mode: number) => {
     const r = sys(452, dfd, ptr(name), mode, AT.SYMLINK_NOFOLLOW);
@@ -31,29 +44,40 @@ export const fs = {
     const fd = result(libc().openat(dfd, name, O.PATH | O.NOFOLLOW | O.CLOEXEC, 0));
     if (fd < 0) return fd;
     try {
-      return result(libc().fchmodat(AT_FDCWD, cstr(`/proc/self/fd/${fd}`), mode, 0));
+      return result(fslib().fchmodat(AT_FDCWD, cstr(`/proc/self/fd/${fd}`), mode, 0));
     } finally {
       libc().close(fd);
     }
   },
   fchownatNoFollow: (dfd: number, name: Uint8Array<ArrayBuffer>, uid: number, gid: number) =>
-    result(libc().fchownat(dfd, name, uid, gid, AT.SYMLINK_NOFOLLOW)),
+    result(fslib().fchownat(dfd, name, uid, gid, AT.SYMLINK_NOFOLLOW)),
   utimensatNoFollow: (dfd: number, name: Uint8Array<ArrayBuffer>, times: Uint8Array<ArrayBuffer> | null) =>
-    result(libc().utimensat(dfd, name, times, AT.SYMLINK_NOFOLLOW)),
+    result(fslib().utimensat(dfd, name, times, AT.SYMLINK_NOFOLLOW)),
   /** xattrs take paths: go through our verified directory fd, never following the last component. */
-  lsetxattrAt: (dfd: number, name: string, attr: Uint8Array<ArrayBuffer>, value: Uint8Array<ArrayBuffer>, size: number, flags: number) =>
-    result(libc().lsetxattr(cstr(`/proc/self/fd/${dfd}/${name}`), attr, value, BigInt(size), flags)),
+  lsetxattrAt: (
+    dfd: number,
+    name: string,
+    attr: Uint8Array<ArrayBuffer>,
+    value: Uint8Array<ArrayBuffer>,
+    size: number,
+    flags: number,
+  ) => result(fslib().lsetxattr(cstr(`/proc/self/fd/${dfd}/${name}`), attr, value, BigInt(size), flags)),
   lremovexattrAt: (dfd: number, name: string, attr: Uint8Array<ArrayBuffer>) =>
-    result(libc().lremovexattr(cstr(`/proc/self/fd/${dfd}/${name}`), attr)),
-  ftruncate: (fd: number, len: bigint) => result(libc().ftruncate(fd, len)),
-  fchmod: (fd: number, mode: number) => result(libc().fchmod(fd, mode)),
-  fchown: (fd: number, uid: number, gid: number) => result(libc().fchown(fd, uid, gid)),
+    result(fslib().lremovexattr(cstr(`/proc/self/fd/${dfd}/${name}`), attr)),
+  ftruncate: (fd: number, len: bigint) => result(fslib().ftruncate(fd, len)),
+  fchmod: (fd: number, mode: number) => result(fslib().fchmod(fd, mode)),
+  fchown: (fd: number, uid: number, gid: number) => result(fslib().fchown(fd, uid, gid)),
   /** The raw system call: glibc's utimensat() refuses a NULL path with EINVAL. */
   futimens: (fd: number, times: Uint8Array<ArrayBuffer> | null) =>
     sys(Deno.build.arch === "aarch64" ? 88 : 280, fd, 0, times ? ptr(times) : 0, 0),
-  fsetxattr: (fd: number, attr: Uint8Array<ArrayBuffer>, value: Uint8Array<ArrayBuffer>, size: number, flags: number) =>
-    result(libc().fsetxattr(fd, attr, value, BigInt(size), flags)),
-  fremovexattr: (fd: number, attr: Uint8Array<ArrayBuffer>) => result(libc().fremovexattr(fd, attr)),
+  fsetxattr: (
+    fd: number,
+    attr: Uint8Array<ArrayBuffer>,
+    value: Uint8Array<ArrayBuffer>,
+    size: number,
+    flags: number,
+  ) => result(fslib().fsetxattr(fd, attr, value, BigInt(size), flags)),
+  fremovexattr: (fd: number, attr: Uint8Array<ArrayBuffer>) => result(fslib().fremovexattr(fd, attr)),
   close: (fd: number) => {
     if (fd >= 0) libc().close(fd);
   },

@@ -16,12 +16,23 @@ const SYMBOLS = {
   read_nb: { name: "read", parameters: ["i32", "buffer", "usize"], result: "isize", nonblocking: true },
   write: { parameters: ["i32", "buffer", "usize"], result: "isize" }, // ssize_t write(int, const void *, size_t)
   poll: { parameters: ["buffer", "u64", "i32"], result: "i32" }, // int poll(struct pollfd *, nfds_t, int)
+  poll_nb: { name: "poll", parameters: ["buffer", "u64", "i32"], result: "i32", nonblocking: true },
   socketpair: { parameters: ["i32", "i32", "i32", "buffer"], result: "i32" }, // int socketpair(int, int, int, int[2])
   sendmsg: { parameters: ["i32", "buffer", "i32"], result: "isize" }, // ssize_t sendmsg(int, const struct msghdr *, int)
   recvmsg: { parameters: ["i32", "buffer", "i32"], result: "isize" }, // ssize_t recvmsg(int, struct msghdr *, int)
   fcntl: { parameters: ["i32", "i32", "i32"], result: "i32" }, // int fcntl(int, int, int)
   memfd_create: { parameters: ["buffer", "u32"], result: "i32" }, // int memfd_create(const char *, unsigned)
   openat: { parameters: ["i32", "buffer", "i32", "u32"], result: "i32" }, // int openat(int, const char *, int, mode_t)
+  umask: { parameters: ["u32"], result: "u32" },
+  getpid: { parameters: [], result: "i32" },
+  pipe2: { parameters: ["buffer", "i32"], result: "i32" }, // int pipe2(int fds[2], int flags)
+} as const satisfies Deno.ForeignLibraryInterface;
+
+/**
+ * File system calls, in their own table: only the supervisor Worker needs them (emulation, path resolution),
+ * and every symbol costs start-up time when the library is opened.
+ */
+const FS_SYMBOLS = {
   mkdirat: { parameters: ["i32", "buffer", "u32"], result: "i32" },
   mknodat: { parameters: ["i32", "buffer", "u32", "u64"], result: "i32" },
   unlinkat: { parameters: ["i32", "buffer", "i32"], result: "i32" },
@@ -40,17 +51,19 @@ const SYMBOLS = {
   lremovexattr: { parameters: ["buffer", "buffer"], result: "i32" },
   fsetxattr: { parameters: ["i32", "buffer", "buffer", "usize", "i32"], result: "i32" },
   fremovexattr: { parameters: ["i32", "buffer"], result: "i32" },
-  umask: { parameters: ["u32"], result: "u32" },
   realpath: { parameters: ["buffer", "buffer"], result: "pointer" }, // char *realpath(const char *, char *)
   readlink: { parameters: ["buffer", "buffer", "usize"], result: "isize" }, // ssize_t readlink(path, buf, size)
-  getpid: { parameters: [], result: "i32" },
-  pipe2: { parameters: ["buffer", "i32"], result: "i32" }, // int pipe2(int fds[2], int flags)
-  kill: { parameters: ["i32", "i32"], result: "i32" },
-  prctl: { parameters: ["i32", "u64", "u64", "u64", "u64"], result: "i32" },
 } as const satisfies Deno.ForeignLibraryInterface;
 
 type Lib = Deno.DynamicLibrary<typeof SYMBOLS>["symbols"];
+type FsLib = Deno.DynamicLibrary<typeof FS_SYMBOLS>["symbols"];
 let lib: Lib | null = null;
+let fsLib: FsLib | null = null;
+
+export function fslib(): FsLib {
+  if (fsLib === null) fsLib = Deno.dlopen("libc.so.6", FS_SYMBOLS).symbols;
+  return fsLib;
+}
 let errnoPtr: Deno.PointerValue = null;
 
 export function libc(): Lib {
@@ -274,7 +287,7 @@ function putPath(p: string): boolean {
 /** realpath(3) without exceptions: the canonical path, or -errno. */
 export function realpath(p: string): string | number {
   if (!putPath(p)) return -36;
-  const r = libc().realpath(pathIn, pathOut);
+  const r = fslib().realpath(pathIn, pathOut);
   if (r === null) return -errno();
   return dec.decode(pathOut.subarray(0, pathOut.indexOf(0)));
 }
@@ -282,7 +295,7 @@ export function realpath(p: string): string | number {
 /** readlink(2) without exceptions: the link text, or -errno (EINVAL: not a symlink). */
 export function readlink(p: string): string | number {
   if (!putPath(p)) return -36;
-  const n = Number(libc().readlink(pathIn, pathOut, BigInt(pathOut.length - 1)));
+  const n = Number(fslib().readlink(pathIn, pathOut, BigInt(pathOut.length - 1)));
   if (n < 0) return -errno();
   return dec.decode(pathOut.subarray(0, n));
 }
@@ -300,4 +313,17 @@ export async function readAsync(fd: number, max: number): Promise<Uint8Array | n
   const n = Number(await libc().read_nb(fd, buf, BigInt(max)));
   // errno of a nonblocking call is not reliable on this thread: report EIO for any failure.
   return n < 0 ? -5 : buf.slice(0, n);
+}
+
+/** Resolves with poll's revents when `fd` is readable or hung up, without blocking the event loop. */
+export async function pollReadable(fd: number): Promise<number> {
+  const buf = new Uint8Array(128);
+  const dv = new DataView(buf.buffer);
+  dv.setInt32(0, fd, true);
+  dv.setInt16(4, 1 /* POLLIN */, true);
+  for (;;) {
+    const r = await libc().poll_nb(buf, 1n, -1);
+    if (r > 0) return dv.getInt16(6, true);
+    // EINTR and friends: poll again (a bad fd would return POLLNVAL, r > 0).
+  }
 }

@@ -1,21 +1,30 @@
 /**
  * Apply and run: builds the kernel objects from a plan (Landlock ruleset, seccomp BPF), starts the launcher,
- * receives the seccomp listener, starts the supervisor Worker and the ask backend, waits for the command and
- * returns its exit status. Failures before the command runs throw HallpassError (exit 125).
+ * receives the seccomp listener, answers the command's own exec, hands the rest to the supervisor, waits for
+ * the command and returns its exit status. Failures before the command runs throw HallpassError (exit 125).
  */
-import { fileURLToPath } from "node:url";
-import { close, pipe, pollFds, readAsync, recvWithFds, sendWithFds, seqpacketPair, setCloexec, setUmask, writeAll } from "../ffi/libc.ts";
+import {
+  close,
+  pollFds,
+  readAsync,
+  recvWithFds,
+  sendWithFds,
+  seqpacketPair,
+  setCloexec,
+  setUmask,
+} from "../ffi/libc.ts";
 import { createRuleset, landlockAbi } from "../ffi/landlock.ts";
-import { ACT, CMP, compileFilter, type CompiledRule } from "../ffi/seccomp.ts";
-import { userNotifAvailable } from "../ffi/notify.ts";
+import { ACT, CMP, compileFilter, type CompiledRule, resolveSyscall } from "../ffi/seccomp.ts";
+import { NotifyFd, userNotifAvailable } from "../ffi/notify.ts";
 import type { CliOptions } from "./cli.ts";
 import { filterPlan } from "./filter_plan.ts";
 import { landlockPlan, type Plan } from "./plan.ts";
-import type { Answer, AskBackend, Question } from "./types.ts";
-import type { SessionConfig, ToMain, ToWorker } from "./supervisor/session_config.ts";
+import type { AskBackend } from "./types.ts";
 import { NoAsk } from "./ask/no_ask.ts";
 import { AskProgram } from "./ask/ask_program.ts";
 import { Summary } from "./summary.ts";
+import { SupervisorHost } from "./supervisor/host.ts";
+import type { PtySession } from "./ui/terminal.ts";
 
 export class HallpassError extends Error {
   constructor(message: string, readonly hint?: string) {
@@ -23,17 +32,20 @@ export class HallpassError extends Error {
   }
 }
 
+/** Launcher protocol (helper/launcher/launcher.c). */
 const MAGIC = 0x31504c48;
 const CFG = { RULESET: 1, PTY: 2, WAIT_KILLABLE: 4, SIGINT_IGN: 8, SIGQUIT_IGN: 16 };
+const EACCES = 13;
 
 /** Where the launcher binary is: beside the sources, or unpacked from the compiled binary to a cache. */
 export function launcherPath(): string {
-  const p = fileURLToPath(new URL("../build/hallpass-launcher", import.meta.url));
+  const p = decodeURIComponent(new URL("../build/hallpass-launcher", import.meta.url).pathname);
   if (!import.meta.url.includes("/deno-compile-")) return p;
   const bytes = Deno.readFileSync(p);
   const home = Deno.env.get("HOME") ?? "/tmp";
   const cache = `${Deno.env.get("XDG_CACHE_HOME") || home + "/.cache"}/hallpass`;
-  const sum = Array.from(bytes.slice(bytes.length - 64)).reduce((a, b) => (a * 31 + b) >>> 0, bytes.length);
+  let sum = bytes.length;
+  for (const b of bytes) sum = (Math.imul(sum, 31) + b) >>> 0;
   const target = `${cache}/launcher-${sum.toString(16)}`;
   try {
     if (Deno.statSync(target).size === bytes.length) return target;
@@ -47,6 +59,7 @@ export function launcherPath(): string {
   return target;
 }
 
+/** The BPF program, in a memfd, from the filter plan. */
 function compile(opts: CliOptions): number {
   const rules: CompiledRule[] = filterPlan({ mediateConnect: opts.mediate.connect }).map((e) => ({
     syscall: e.syscall,
@@ -62,49 +75,58 @@ function compile(opts: CliOptions): number {
   return compileFilter(rules, ACT.errno(38)).memfd;
 }
 
-export interface RunResult {
-  status: number;
-}
-
-export async function runSandbox(opts: CliOptions, plan: Plan, interactive: boolean): Promise<number> {
+function preflight(): number {
   const abi = landlockAbi();
   if (abi < 1) {
     throw new HallpassError(
-      "Landlock is not available on this kernel",
-      "hallpass needs Landlock (Linux ≥ 5.13 with lsm=landlock); run `hallpass doctor`",
+      "Landlock is not available on this kernel: refusing to run unprotected",
+      "hallpass needs Landlock (Linux ≥ 5.13, booted with lsm=...,landlock); `hallpass doctor` says more",
     );
   }
   if (!userNotifAvailable()) {
-    throw new HallpassError("seccomp user notification is not available", "Linux ≥ 5.19 is needed; run `hallpass doctor`");
+    throw new HallpassError(
+      "seccomp user notification is not available: refusing to run unprotected",
+      "Linux ≥ 5.19 is needed; `hallpass doctor` says more",
+    );
   }
-  const userUmask = setUmask(0);
+  return abi;
+}
+
+export async function runSandbox(opts: CliOptions, plan: Plan, interactive: boolean): Promise<number> {
+  const abi = preflight();
+  const userUmask = setUmask(0); // the supervisor applies the command's umask itself
+
+  let pty: PtySession | null = null;
   const warn = (line: string) => {
     // Through the screen gate in pty mode, so a line never lands in the middle of the bar.
     if (pty) pty.gate.output(new TextEncoder().encode(line + "\r\n"));
     else console.error(line);
   };
+  let child: Deno.ChildProcess | null = null;
+  const forward = (sig: Deno.Signal) => {
+    try {
+      child?.kill(sig);
+    } catch {
+      // gone
+    }
+  };
 
-  // --- backend
-  let pty: import("./ui/terminal.ts").PtySession | null = null;
   let backend: AskBackend;
   if (opts.askProgram) {
-    backend = new AskProgram(opts.askProgram, { timeoutMs: opts.askTimeoutMs, warn: (l) => warn(l) });
+    backend = new AskProgram(opts.askProgram, { timeoutMs: opts.askTimeoutMs, warn });
   } else if (interactive && !opts.noAsk) {
     const { PtySession, TerminalAsk } = await import("./ui/terminal.ts");
-    pty = PtySession.open({
-      onSignal: (sig) => forward(sig),
-    });
+    pty = PtySession.open({ onSignal: (sig) => forward(sig) });
     backend = new TerminalAsk(pty, { forMs: opts.forMs, askTimeoutMs: opts.askTimeoutMs });
   } else {
     backend = new NoAsk();
   }
 
-  // --- kernel objects
+  // --- kernel objects, and the launcher
   const ruleset = createRuleset(landlockPlan(plan, abi, opts.mediate.connect), abi);
   const bpf = compile(opts);
   const [mySock, childSock] = seqpacketPair();
   setCloexec(childSock, false);
-  let child: Deno.ChildProcess;
   try {
     child = new Deno.Command(launcherPath(), {
       args: [String(childSock), plan.program, ...plan.argv],
@@ -117,52 +139,39 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   } finally {
     close(childSock);
   }
-  const forward = (sig: "SIGHUP" | "SIGINT" | "SIGTERM") => {
-    try {
-      child.kill(sig);
-    } catch {
-      // gone
-    }
-  };
-
-  let flags = CFG.RULESET | CFG.WAIT_KILLABLE;
-  if (pty) flags |= CFG.PTY;
+  const launcher = child;
   const cfgMsg = new Uint8Array(16);
   const dv = new DataView(cfgMsg.buffer);
   dv.setUint32(0, MAGIC, true);
   dv.setUint32(4, 1, true);
-  dv.setUint32(8, flags, true);
+  dv.setUint32(8, CFG.RULESET | CFG.WAIT_KILLABLE | (pty ? CFG.PTY : 0), true);
   dv.setUint32(12, userUmask, true);
-  const fds = [bpf, ruleset.fd, ...(pty ? [pty.slaveFd] : [])];
-  sendWithFds(mySock, cfgMsg, fds);
+  sendWithFds(mySock, cfgMsg, [bpf, ruleset.fd, ...(pty ? [pty.slaveFd] : [])]);
   close(bpf);
   close(ruleset.fd);
   pty?.closeSlave();
 
-  // --- the listener
-  const ready = pollFds([mySock], 10_000);
-  if (!ready) {
-    child.kill("SIGKILL");
+  // --- the listener, handed over by the command's process right after it installed the filter
+  if (!pollFds([mySock], 10_000)) {
+    launcher.kill("SIGKILL");
     throw new HallpassError("the launcher did not start within 10 s");
   }
   const { data, fds: got } = recvWithFds(mySock);
   if (data.length < 16 || got.length !== 1) {
     got.forEach(close);
-    const st = await child.status;
+    const st = await launcher.status;
     throw new HallpassError(`the launcher failed (exit ${st.code})`, "see the line above; `hallpass doctor` checks the kernel");
   }
-  const rv = new DataView(data.buffer, data.byteOffset);
-  const commandPid = rv.getInt32(8, true);
+  const commandPid = new DataView(data.buffer, data.byteOffset).getInt32(8, true);
   const listenerFd = got[0];
+  answerFirstExec(listenerFd, commandPid);
 
-  // --- the supervisor worker
-  const [wakeR, wakeW] = pipe();
-  const worker = new Worker(new URL("./supervisor/worker.ts", import.meta.url), { type: "module" });
-  const config: SessionConfig = {
+  // --- the supervisor
+  const summary = new Summary();
+  const host = new SupervisorHost({
     listenerFd,
-    wakeFd: wakeR,
     commandPid,
-    launcherPid: child.pid,
+    launcherPid: launcher.pid,
     project: plan.project,
     home: plan.home,
     cwd: plan.cwd,
@@ -172,76 +181,19 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     pathEnv: plan.pathEnv,
     logPath: opts.logPath ?? null,
     umask: userUmask,
-  };
-  const wakeByte = new Uint8Array(128);
-  const toWorker = (m: ToWorker) => {
-    worker.postMessage(m);
-    try {
-      writeAll(wakeW, wakeByte.subarray(0, 1));
-    } catch {
-      // worker gone
-    }
-  };
-  const summary = new Summary();
-  const pendingByKey = new Map<string, { qids: number[] }>();
-  const aborts = new Map<number, AbortController>();
-  let stoppedResolve: (s: unknown) => void = () => {};
-  const stopped = new Promise((r) => (stoppedResolve = r));
-  let workerReady: () => void = () => {};
-  const readyP = new Promise<void>((r) => (workerReady = r));
-  const noAsk = backend instanceof NoAsk;
+  }, {
+    backend,
+    summary,
+    warn,
+    printDenials: !pty,
+    onFatal: (message) => {
+      warn(`hallpass: supervisor failed: ${message}; stopping the sandbox`);
+      forward("SIGKILL");
+    },
+  });
+  host.startWhenNeeded();
 
-  worker.onmessage = (e: MessageEvent<ToMain>) => {
-    const m = e.data;
-    switch (m.t) {
-      case "ready":
-        workerReady();
-        break;
-      case "ask": {
-        const entry = pendingByKey.get(m.key);
-        if (entry) {
-          entry.qids.push(m.q.id);
-          break;
-        }
-        const group = { qids: [m.q.id] };
-        pendingByKey.set(m.key, group);
-        const ac = new AbortController();
-        aborts.set(m.q.id, ac);
-        ask(backend, m.q, ac.signal).then((a) => {
-          pendingByKey.delete(m.key);
-          aborts.delete(m.q.id);
-          summary.answered(m.q, a);
-          for (const qid of group.qids) toWorker({ t: "answer", qid, answer: a });
-        });
-        break;
-      }
-      case "withdraw":
-        aborts.get(m.qid)?.abort();
-        break;
-      case "decided":
-        if (m.effect === "deny") {
-          summary.denied(m);
-          if (noAsk || m.by !== "no-ask") warn(summary.denialLine(m));
-        }
-        break;
-      case "stopped":
-        stoppedResolve(m.stats);
-        break;
-      case "fatal":
-        warn(`hallpass: supervisor failed: ${m.message}`);
-        child.kill("SIGKILL");
-        break;
-    }
-  };
-  worker.onerror = (e) => {
-    e.preventDefault();
-    warn(`hallpass: supervisor failed: ${e.message}`);
-    child.kill("SIGKILL");
-  };
-  toWorker({ t: "init", config });
-  await readyP;
-
-  // --- signals: the terminal already sends Ctrl-C/Ctrl-\ to the command's process group
+  // --- signals: the terminal already sends Ctrl-C and Ctrl-\ to the command's process group
   const handlers: [Deno.Signal, () => void][] = [];
   if (!pty) {
     for (const sig of ["SIGINT", "SIGQUIT"] as const) handlers.push([sig, () => {}]);
@@ -249,54 +201,42 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     for (const [s, h] of handlers) Deno.addSignalListener(s, h);
   }
   pty?.start();
+  watchLauncher(mySock, plan.argv[0], warn);
 
-  // --- launcher messages (exec failure)
-  const readLauncher = async () => {
-    for (;;) {
-      const r = await readAsync(mySock, 16);
-      if (typeof r === "number" || r.length < 16) return;
-      const v = new DataView(r.buffer);
-      if (v.getUint32(4, true) === "E".charCodeAt(0)) {
-        const err = v.getInt32(8, true);
-        warn(`hallpass: ${plan.argv[0]}: ${err === 2 ? "command not found" : err === 13 ? "Permission denied" : `cannot run (errno ${err})`}`);
-      }
-    }
-  };
-  readLauncher();
-
-  const status = await child.status;
-  toWorker({ t: "stop" });
-  await Promise.race([stopped, new Promise((r) => setTimeout(r, 2000))]);
-  worker.terminate();
-  for (const ac of aborts.values()) ac.abort();
+  const status = await launcher.status;
+  await host.stop();
   await backend.close();
   if (pty) await pty.finish();
   for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
-  close(wakeW);
-  close(wakeR);
   if (!opts.quiet) summary.print((l) => console.error(l));
   if (status.signal) return 128 + signalNumber(status.signal);
   return status.code;
 }
 
-async function ask(backend: AskBackend, q: Question, signal: AbortSignal): Promise<Answer> {
-  const timeout = q.requestTimeoutMs ?? undefined;
-  try {
-    if (timeout === undefined) return await backend.ask(q, signal);
-    const ac = new AbortController();
-    signal.addEventListener("abort", () => ac.abort());
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const t = new Promise<Answer>((r) => {
-      timer = setTimeout(() => {
-        ac.abort();
-        r({ kind: "deny", by: "timeout" });
-      }, timeout);
-    });
-    const a = await Promise.race([backend.ask(q, ac.signal), t]);
-    clearTimeout(timer);
-    return a;
-  } catch {
-    return { kind: "deny", by: `${backend.name} failed` };
+/**
+ * The first trapped call is the launcher's exec of the command, which hallpass itself resolved: answered
+ * here, so the command starts without waiting for the supervisor Worker to load.
+ */
+function answerFirstExec(listenerFd: number, commandPid: number): void {
+  const nfd = new NotifyFd(listenerFd);
+  const execve = resolveSyscall("execve");
+  if (!pollFds([listenerFd], 10_000)) return;
+  const n = nfd.recv();
+  if (n && n.tid === commandPid && n.nr === execve) nfd.continue(n.id);
+  else if (n) nfd.fail(n.id, EACCES);
+}
+
+/** Launcher messages: an exec of the command that failed. */
+async function watchLauncher(sock: number, argv0: string, warn: (l: string) => void): Promise<void> {
+  for (;;) {
+    const r = await readAsync(sock, 16);
+    if (typeof r === "number" || r.length < 16) return;
+    const v = new DataView(r.buffer);
+    if (v.getUint32(4, true) === "E".charCodeAt(0)) {
+      const err = v.getInt32(8, true);
+      const what = err === 2 ? "command not found" : err === 13 ? "Permission denied" : `cannot run (errno ${err})`;
+      warn(`hallpass: ${argv0}: ${what}`);
+    }
   }
 }
 
@@ -316,9 +256,9 @@ const SIGNUMS: Record<string, number> = {
   SIGPIPE: 13,
   SIGALRM: 14,
   SIGTERM: 15,
-  SIGSYS: 31,
   SIGXCPU: 24,
   SIGXFSZ: 25,
+  SIGSYS: 31,
 };
 function signalNumber(name: string): number {
   return SIGNUMS[name] ?? 0;

@@ -173,21 +173,41 @@ static struct sock_fprog read_bpf(int fd) {
 	return p;
 }
 
-/* Sends SIG to every direct child. Returns how many were signalled. */
+/* Sends SIG to every direct child. Returns how many were signalled. Uses /proc/self/task/TID/children
+ * (the launcher is single-threaded) and falls back to scanning /proc when the kernel lacks it. */
 static int signal_children(int sig) {
 	pid_t self = getpid();
+	char path[300], buf[4096];
+	snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)self);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (n >= 0 && n < (ssize_t)sizeof buf - 1) {
+			buf[n] = 0;
+			int count = 0;
+			for (char *p = buf; *p;) {
+				char *e;
+				long pid = strtol(p, &e, 10);
+				if (e == p) break;
+				if (pid > 0) kill((pid_t)pid, sig), count++;
+				p = e;
+				while (*p == ' ' || *p == '\n') p++;
+			}
+			return count;
+		}
+	}
 	int count = 0;
 	DIR *d = opendir("/proc");
 	if (!d) return 0;
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
-		char path[300], buf[512];
 		snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) continue;
-		ssize_t n = read(fd, buf, sizeof buf - 1);
-		close(fd);
+		int sfd = open(path, O_RDONLY | O_CLOEXEC);
+		if (sfd < 0) continue;
+		ssize_t n = read(sfd, buf, 511);
+		close(sfd);
 		if (n <= 0) continue;
 		buf[n] = 0;
 		char *rp = strrchr(buf, ')');

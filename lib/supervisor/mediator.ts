@@ -38,7 +38,12 @@ import { ProcInfo } from "./proc_info.ts";
 import { RequestHandler } from "./requests.ts";
 
 const EACCES = 13, EFAULT = 14, ENAMETOOLONG = 36, ENOSYS = 38, EOPNOTSUPP = 95;
-const O_WRONLY = 0o1, O_RDWR = 0o2, O_CREAT = 0o100, O_EXCL = 0o200, O_NOFOLLOW = 0o400000, O_CLOEXEC = 0o2000000;
+const O_WRONLY = 0o1,
+  O_RDWR = 0o2,
+  O_CREAT = 0o100,
+  O_EXCL = 0o200,
+  O_NOFOLLOW = 0o400000,
+  O_CLOEXEC = 0o2000000;
 const O_TRUNC = 0o1000;
 const O_TMPFILE = 0o20200000;
 /** The kernel's VALID_OPEN_FLAGS (x86_64 and aarch64 values). */
@@ -87,7 +92,8 @@ export class Mediator {
   readonly #byNr = new Map<number, WriteCall | "execve" | "execveat">();
   readonly #pending = new Map<number, Pending>();
   #nextQid = 1;
-  #firstExecDone = false;
+  /** The main thread answers the command's own exec before the Worker starts. */
+  #firstExecDone = true;
   readonly proc: ProcInfo;
   readonly #requests: RequestHandler;
   readonly #log: Deno.FsFile | null;
@@ -115,9 +121,7 @@ export class Mediator {
     }
     this.proc = new ProcInfo(cfg.commandPid);
     this.#requests = new RequestHandler(this, cfg);
-    this.#log = cfg.logPath
-      ? Deno.openSync(cfg.logPath, { append: true, create: true, mode: 0o600 })
-      : null;
+    this.#log = cfg.logPath ? Deno.openSync(cfg.logPath, { append: true, create: true, mode: 0o600 }) : null;
   }
 
   get config(): SessionConfig {
@@ -169,7 +173,14 @@ export class Mediator {
       // Fail closed: whatever went wrong, the call does not go through.
       this.#nfd.fail(n.id, EACCES);
       this.stats.denied++;
-      this.#logLine({ pid: n.tid, op: "write", target: "?", decision: "deny", by: "error", error: String(e) });
+      this.#logLine({
+        pid: n.tid,
+        op: "write",
+        target: "?",
+        decision: "deny",
+        by: "error",
+        error: String(e),
+      });
     }
   }
 
@@ -185,7 +196,12 @@ export class Mediator {
     }
   }
 
-  #target(n: Notification, dirfdArg: number, pathArg: number, follow: boolean): Resolved | { kind: "nonutf8" } {
+  #target(
+    n: Notification,
+    dirfdArg: number,
+    pathArg: number,
+    follow: boolean,
+  ): Resolved | { kind: "nonutf8" } {
     const p = this.#readPath(n, pathArg);
     if (typeof p === "number") {
       if (p === -EACCES) return { kind: "nonutf8" };
@@ -224,7 +240,9 @@ export class Mediator {
         fs.close(fdCopy);
         return this.#fail(n, r.errno);
       }
-      targets.push(r.kind === "anon" ? { path: `anon:${r.what}`, anon: true } : { path: r.path, anon: false });
+      targets.push(
+        r.kind === "anon" ? { path: `anon:${r.what}`, anon: true } : { path: r.path, anon: false },
+      );
     } else {
       let follow = c.follow;
       if (c.kind === "open") {
@@ -238,12 +256,16 @@ export class Mediator {
       const t1 = this.#target(n, c.dirfd, c.path, follow);
       if (t1.kind === "nonutf8") return this.#nonUtf8(n, c);
       if (t1.kind === "error") return this.#fail(n, t1.errno);
-      targets.push(t1.kind === "anon" ? { path: `anon:${t1.what}`, anon: true } : { path: t1.path, anon: false });
+      targets.push(
+        t1.kind === "anon" ? { path: `anon:${t1.what}`, anon: true } : { path: t1.path, anon: false },
+      );
       if (c.path2 !== undefined) {
         const t2 = this.#target(n, c.dirfd2 ?? -1, c.path2, false);
         if (t2.kind === "nonutf8") return this.#nonUtf8(n, c);
         if (t2.kind === "error") return this.#fail(n, t2.errno);
-        targets.push(t2.kind === "anon" ? { path: `anon:${t2.what}`, anon: true } : { path: t2.path, anon: false });
+        targets.push(
+          t2.kind === "anon" ? { path: `anon:${t2.what}`, anon: true } : { path: t2.path, anon: false },
+        );
       }
     }
 
@@ -262,7 +284,11 @@ export class Mediator {
       const askAt = verdicts.indexOf("ask");
       return this.#ask({ n, op: "write", call: c, targets, fdCopy, qid: 0 }, targets[askAt].path, c.name);
     }
-    this.#allow({ n, op: "write", call: c, targets, fdCopy, qid: 0 }, verdicts.every((v) => v === "floor"), "rule");
+    this.#allow(
+      { n, op: "write", call: c, targets, fdCopy, qid: 0 },
+      verdicts.every((v) => v === "floor"),
+      "rule",
+    );
   }
 
   #openFlags(n: Notification, c: WriteCall): number {
@@ -288,7 +314,16 @@ export class Mediator {
     if (floor && call!.landlock && p.fdCopy < 0) {
       this.#nfd.continue(n.id);
       this.stats.continued++;
-      if (this.#log) this.#logLine({ pid: n.tid, op: "write", syscall: call!.name, target: p.targets.map((t) => t.path).join(" → "), decision: "allow", by });
+      if (this.#log) {
+        this.#logLine({
+          pid: n.tid,
+          op: "write",
+          syscall: call!.name,
+          target: p.targets.map((t) => t.path).join(" → "),
+          decision: "allow",
+          by,
+        });
+      }
       return;
     }
     const r = this.#emulate(p);
@@ -340,7 +375,16 @@ export class Mediator {
       })()
       : undefined;
     this.#post({ t: "decided", effect: "deny", op, target, pid, name, syscall, by, suggest });
-    this.#logLine({ pid, name, op, syscall, target, decision: "deny", by, chain: this.#log ? this.proc.chain(pid) : undefined });
+    this.#logLine({
+      pid,
+      name,
+      op,
+      syscall,
+      target,
+      decision: "deny",
+      by,
+      chain: this.#log ? this.proc.chain(pid) : undefined,
+    });
   }
 
   // ---------------------------------------------------------------- asking
@@ -368,7 +412,8 @@ export class Mediator {
       const argv = this.proc.argvOf(p.n, this.#nfd, p.execAt === true);
       if (argv) q.argv = argv;
       if (this.policy.decide("write", target, Date.now()).effect === "allow" || this.#inFloor(target)) {
-        q.warning = "the sandbox can write this program without asking: allowing it lets the sandbox run anything it writes there";
+        q.warning =
+          "the sandbox can write this program without asking: allowing it lets the sandbox run anything it writes there";
       }
     }
     this.#pending.set(qid, p);
@@ -458,7 +503,13 @@ export class Mediator {
           // (F_GETFL, /proc/PID/fdinfo), and the program did not ask for it. openat2 refuses unknown flag bits
           // (openat ignores them) and a mode without O_CREAT/O_TMPFILE.
           const how = (flags & VALID_OPEN_FLAGS) | O_CLOEXEC | 0o400 /* O_NOCTTY */;
-          const fd = openat2(dirfd, nameC, how, how & (O_CREAT | O_TMPFILE) ? mode & ~umask : 0, RESOLVE_NO_SYMLINKS);
+          const fd = openat2(
+            dirfd,
+            nameC,
+            how,
+            how & (O_CREAT | O_TMPFILE) ? mode & ~umask : 0,
+            RESOLVE_NO_SYMLINKS,
+          );
           if (fd < 0) return { value: fd, sent: false };
           const r = this.#nfd.addFdAndReturn(n.id, fd, (flags & O_CLOEXEC) !== 0);
           fs.close(fd);
@@ -472,12 +523,18 @@ export class Mediator {
           return { value: r, sent: false };
         }
         case "mkdir":
-          return { value: fs.mkdirat(dirfd, nameC, Number(a[c.mode!] & 0o7777n) & ~this.proc.umask(n.tid)), sent: false };
+          return {
+            value: fs.mkdirat(dirfd, nameC, Number(a[c.mode!] & 0o7777n) & ~this.proc.umask(n.tid)),
+            sent: false,
+          };
         case "mknod": {
           const mode = Number(a[c.mode!] & 0xffffffffn);
           const umask = this.proc.umask(n.tid);
           const dev = c.name === "mknod" ? a[2] : a[3];
-          return { value: fs.mknodat(dirfd, nameC, (mode & ~0o7777) | (mode & 0o7777 & ~umask), dev), sent: false };
+          return {
+            value: fs.mknodat(dirfd, nameC, (mode & ~0o7777) | (mode & 0o7777 & ~umask), dev),
+            sent: false,
+          };
         }
         case "unlink": {
           const flags = c.atFlags !== undefined ? Number(a[c.atFlags] & BigInt(AT_REMOVEDIR)) : 0;
@@ -493,7 +550,10 @@ export class Mediator {
           try {
             if (c.kind === "rename") {
               const flags = c.atFlags !== undefined ? Number(a[c.atFlags] & 0xffffffffn) : 0;
-              return { value: fs.renameat2(dirfd, nameC, second.dirfd, cstr(second.name), flags), sent: false };
+              return {
+                value: fs.renameat2(dirfd, nameC, second.dirfd, cstr(second.name), flags),
+                sent: false,
+              };
             }
             return { value: fs.linkat(dirfd, nameC, second.dirfd, cstr(second.name), 0), sent: false };
           } finally {
@@ -511,7 +571,10 @@ export class Mediator {
         }
         case "chown": {
           const [u, g] = c.name === "fchownat" ? [a[2], a[3]] : [a[1], a[2]];
-          return { value: fs.fchownatNoFollow(dirfd, nameC, Number(u & 0xffffffffn), Number(g & 0xffffffffn)), sent: false };
+          return {
+            value: fs.fchownatNoFollow(dirfd, nameC, Number(u & 0xffffffffn), Number(g & 0xffffffffn)),
+            sent: false,
+          };
         }
         case "utime": {
           const ts = this.#readTimes(n, c);
@@ -521,7 +584,10 @@ export class Mediator {
         case "setxattr": {
           const x = this.#readXattr(n, 1, 2, 3);
           if (typeof x === "number") return { value: x, sent: false };
-          return { value: fs.lsetxattrAt(dirfd, name, x.name, x.value, x.size, Number(a[4] & 0xffffffffn)), sent: false };
+          return {
+            value: fs.lsetxattrAt(dirfd, name, x.name, x.value, x.size, Number(a[4] & 0xffffffffn)),
+            sent: false,
+          };
         }
         case "removexattr": {
           const attr = this.#nfd.readCString(n.tid, a[1], 256);
@@ -659,8 +725,19 @@ export class Mediator {
     // A memfd or deleted file has no path a rule can name: it asks, shown as what /proc says.
     const target = r.kind === "anon" ? `anon:${r.what}` : r.path;
     if (!this.#nfd.idValid(n.id)) return;
-    const d = target.startsWith("/") ? this.policy.decide("exec", target, Date.now()) : { effect: "ask" as const };
-    const p: Pending = { n, op: "exec", call: null, targets: [{ path: target, anon: r.kind === "anon" }], fdCopy: -1, exec: true, execAt: at, qid: 0 };
+    const d = target.startsWith("/")
+      ? this.policy.decide("exec", target, Date.now())
+      : { effect: "ask" as const };
+    const p: Pending = {
+      n,
+      op: "exec",
+      call: null,
+      targets: [{ path: target, anon: r.kind === "anon" }],
+      fdCopy: -1,
+      exec: true,
+      execAt: at,
+      qid: 0,
+    };
     if (d.effect === "allow") return this.#allow(p, false, "rule");
     if (d.effect === "deny") return this.#deny(n, at ? "execveat" : "execve", target, "exec", "rule");
     this.#ask(p, target, at ? "execveat" : "execve");

@@ -12,8 +12,12 @@ import type { SessionConfig, ToMain, ToWorker } from "./session_config.ts";
 
 const inbox: ToWorker[] = [];
 let wake: (() => void) | null = null;
+/** Messages received, and wake-up bytes read: the main thread writes one byte after each message. */
+let received = 0;
+let announced = 0;
 self.onmessage = (e: MessageEvent<ToWorker>) => {
   inbox.push(e.data);
+  received++;
   wake?.();
 };
 const post = (m: ToMain) => self.postMessage(m);
@@ -40,9 +44,10 @@ async function main(): Promise<void> {
     const fds = listenerOpen ? [cfg.listenerFd, cfg.wakeFd] : [cfg.wakeFd];
     const ready = pollFds(fds, m.pendingCount > 0 ? 200 : -1);
     if (ready && ready[fds.length - 1]) {
-      libc().read(cfg.wakeFd, drain, 128n);
-      // Let the posted messages be delivered (the main thread posts before it writes the pipe).
-      for (let i = 0; i < 100 && inbox.length === 0; i++) await new Promise((r) => setTimeout(r, 1));
+      const got = Number(libc().read(cfg.wakeFd, drain, 128n));
+      if (got > 0) announced += got;
+      // Let the announced messages be delivered (the main thread posts before it writes the pipe).
+      for (let i = 0; i < 1000 && received < announced; i++) await new Promise((r) => setTimeout(r, 0));
       while (inbox.length) {
         const msg = inbox.shift()!;
         if (msg.t === "answer") m.answer(msg.qid, msg.answer);

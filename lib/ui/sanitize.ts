@@ -222,9 +222,11 @@ export function displayWidth(s: string): number {
   return w;
 }
 
-const segmenter = new Intl.Segmenter(undefined, { granularity: "grapheme" });
+// Made on first use: creating a Segmenter loads ICU data (~25 ms), too much for every start.
+let segmenter: Intl.Segmenter | null = null;
 
 function graphemes(s: string): { text: string; width: number }[] {
+  segmenter ??= new Intl.Segmenter(undefined, { granularity: "grapheme" });
   return Array.from(segmenter.segment(s), (g) => ({ text: g.segment, width: displayWidth(g.segment) }));
 }
 

@@ -1,0 +1,154 @@
+/**
+ * The main thread's side of the supervisor: owns the Worker that answers notifications, routes its questions
+ * to the ask backend (identical pending questions share one answer), and collects denials for the summary.
+ *
+ * The Worker is started when the first notification is waiting (an asynchronous poll of the listener): a
+ * command that never writes outside what needs no decision (`hallpass -- true`) never pays for it.
+ */
+import { pipe, pollReadable, writeAll } from "../../ffi/libc.ts";
+import { close } from "../../ffi/libc.ts";
+import type { Answer, AskBackend, Question } from "../types.ts";
+import type { SessionConfig, ToMain, ToWorker } from "./session_config.ts";
+import type { Summary } from "../summary.ts";
+
+export interface HostOptions {
+  backend: AskBackend;
+  summary: Summary;
+  /** Prints one line for the person (through the screen gate in pty mode). */
+  warn: (line: string) => void;
+  /** Print each denial as it happens (SPEC §7: always under no-ask and ask programs). */
+  printDenials: boolean;
+  /** Called when the supervisor fails: the sandbox must not go on unsupervised. */
+  onFatal: (message: string) => void;
+}
+
+export class SupervisorHost {
+  readonly #cfg: Omit<SessionConfig, "wakeFd">;
+  readonly #o: HostOptions;
+  #worker: Worker | null = null;
+  #wakeR = -1;
+  #wakeW = -1;
+  #ready = false;
+  #stopped: (() => void) | null = null;
+  readonly #groups = new Map<string, number[]>();
+  readonly #aborts = new Map<number, AbortController>();
+  readonly #wakeByte = new Uint8Array(128);
+  #closing = false;
+
+  constructor(cfg: Omit<SessionConfig, "wakeFd">, o: HostOptions) {
+    this.#cfg = cfg;
+    this.#o = o;
+  }
+
+  /** Starts the Worker as soon as a notification is waiting. */
+  startWhenNeeded(): void {
+    pollReadable(this.#cfg.listenerFd).then((revents) => {
+      // POLLIN: a notification waits. POLLHUP alone: every sandboxed process is gone, nothing to decide.
+      if (!this.#closing && (revents & 1)) this.#start();
+    });
+  }
+
+  #start(): void {
+    if (this.#worker) return;
+    [this.#wakeR, this.#wakeW] = pipe();
+    const w = new Worker(new URL("./worker.ts", import.meta.url), { type: "module" });
+    this.#worker = w;
+    w.onmessage = (e: MessageEvent<ToMain>) => this.#onMessage(e.data);
+    w.onerror = (e) => {
+      e.preventDefault();
+      this.#o.onFatal(e.message);
+    };
+    this.#send({ t: "init", config: { ...this.#cfg, wakeFd: this.#wakeR } });
+  }
+
+  #send(m: ToWorker): void {
+    this.#worker?.postMessage(m);
+    try {
+      writeAll(this.#wakeW, this.#wakeByte.subarray(0, 1));
+    } catch {
+      // the Worker is gone
+    }
+  }
+
+  #onMessage(m: ToMain): void {
+    switch (m.t) {
+      case "ready":
+        this.#ready = true;
+        break;
+      case "ask":
+        this.#ask(m.q, m.key);
+        break;
+      case "withdraw":
+        this.#aborts.get(m.qid)?.abort();
+        break;
+      case "decided":
+        if (m.effect === "deny") {
+          this.#o.summary.denied(m);
+          if (this.#o.printDenials) this.#o.warn(this.#o.summary.denialLine(m));
+        }
+        break;
+      case "stopped":
+        this.#stopped?.();
+        break;
+      case "fatal":
+        this.#o.onFatal(m.message);
+        break;
+    }
+  }
+
+  #ask(q: Question, key: string): void {
+    const group = this.#groups.get(key);
+    if (group) {
+      group.push(q.id);
+      return;
+    }
+    const qids = [q.id];
+    this.#groups.set(key, qids);
+    const ac = new AbortController();
+    this.#aborts.set(q.id, ac);
+    askWithTimeout(this.#o.backend, q, ac.signal).then((a) => {
+      this.#groups.delete(key);
+      this.#aborts.delete(q.id);
+      this.#o.summary.answered(q, a);
+      for (const qid of qids) this.#send({ t: "answer", qid, answer: a });
+    });
+  }
+
+  /** After the sandbox is gone: let the Worker finish what it posted, then stop it. */
+  async stop(): Promise<void> {
+    this.#closing = true;
+    for (const ac of this.#aborts.values()) ac.abort();
+    const w = this.#worker;
+    if (!w) return;
+    // A Worker that is not ready yet has decided nothing: it is simply stopped.
+    if (this.#ready) {
+      const stopped = new Promise<void>((r) => (this.#stopped = r));
+      this.#send({ t: "stop" });
+      await Promise.race([stopped, new Promise((r) => setTimeout(r, 2000))]);
+    }
+    w.terminate();
+    close(this.#wakeR);
+    close(this.#wakeW);
+  }
+}
+
+/** Asks the backend; a hallpass-request `--timeout` denies (as a timeout) when nobody answers in time. */
+async function askWithTimeout(backend: AskBackend, q: Question, signal: AbortSignal): Promise<Answer> {
+  try {
+    if (q.requestTimeoutMs === undefined) return await backend.ask(q, signal);
+    const ac = new AbortController();
+    signal.addEventListener("abort", () => ac.abort());
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<Answer>((r) => {
+      timer = setTimeout(() => {
+        ac.abort();
+        r({ kind: "deny", by: "timeout" });
+      }, q.requestTimeoutMs);
+    });
+    const a = await Promise.race([backend.ask(q, ac.signal), timeout]);
+    clearTimeout(timer);
+    return a;
+  } catch {
+    return { kind: "deny", by: `${backend.name} failed` };
+  }
+}

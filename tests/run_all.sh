@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs every test: once as the current user (root in CI), then the end-to-end suite again as an unprivileged
+# user (created here when missing), since our users are not root. Ends with "N passed, N failed".
+set -u
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+DENO="$ROOT/.tools/node_modules/deno/deno"
+export DENO_DIR="$ROOT/.tools/deno_dir"
+export NO_COLOR=1
+mkdir -p "$DENO_DIR" build
+LOG1=build/test-root.log
+LOG2=build/test-user.log
+: >"$LOG2"
+
+"$DENO" test --allow-all --no-prompt tests/ 2>&1 | tee "$LOG1"
+rc1=${PIPESTATUS[0]}
+
+rc2=0
+TEST_USER=hallpass-test
+if [ "$(id -u)" = 0 ]; then
+  id "$TEST_USER" >/dev/null 2>&1 || useradd --create-home --shell /bin/sh "$TEST_USER"
+  # The user needs to read the tree and the deno cache, and nothing more.
+  chmod -R a+rX "$ROOT" 2>/dev/null || true
+  chmod a+x "$(dirname "$ROOT")" 2>/dev/null || true
+  echo "=== end-to-end tests again as the unprivileged user $TEST_USER ==="
+  runuser -u "$TEST_USER" -- env HOME="/home/$TEST_USER" DENO_DIR="$DENO_DIR" NO_COLOR=1 PATH="/usr/local/bin:/usr/bin:/bin" \
+    "$DENO" test --allow-all --no-prompt --cached-only tests/e2e/ 2>&1 | tee "$LOG2"
+  rc2=${PIPESTATUS[0]}
+fi
+
+count() { # passed/failed from deno test's summary lines
+  grep -E '^(ok|FAILED) \| [0-9]+ passed' "$1" | sed -E 's/.*\| ([0-9]+) passed.*\| ([0-9]+) failed.*/\1 \2/' |
+    awk '{p+=$1; f+=$2} END {print p+0, f+0}'
+}
+read -r p1 f1 < <(count "$LOG1")
+read -r p2 f2 < <(count "$LOG2")
+passed=$((p1 + p2))
+failed=$((f1 + f2))
+# A run that crashed before its summary counts as a failure.
+[ "$rc1" != 0 ] && [ "$f1" = 0 ] && failed=$((failed + 1))
+[ "$rc2" != 0 ] && [ "$f2" = 0 ] && failed=$((failed + 1))
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]
