@@ -59,9 +59,12 @@ export type ConnectDest =
     /** Port range; `0, 0` when any port. */
     readonly portLo: number;
     readonly portHi: number;
-    /** The network as four 32-bit words of the 128-bit (IPv4-mapped) address, already masked. */
-    readonly net: readonly [number, number, number, number];
-    readonly mask: readonly [number, number, number, number];
+    /**
+     * The network as eight 16-bit groups of the 128-bit (IPv4-mapped) address, already masked, and the mask.
+     * 16-bit values are small integers in every V8 tier, so matching never boxes a number.
+     */
+    readonly net: readonly number[];
+    readonly mask: readonly number[];
   }
   | { readonly kind: "unix"; readonly scope: PathScope }
   | { readonly kind: "abstract"; readonly name: string; readonly prefix: boolean };
@@ -89,9 +92,12 @@ function hexVal(c: number): number {
   return -1;
 }
 
-/** Four decimal parts, 0..255, no leading zeros. Returns the address as an unsigned number, or -1. */
-function parseV4(s: string, a: number, b: number): number {
-  let v = 0;
+/**
+ * Four decimal parts, 0..255, no leading zeros, in s[a, b). Writes the two 16-bit halves to out[at], out[at + 1]
+ * and returns true, or returns false. Every intermediate value is a small integer (no boxing, no allocation).
+ */
+function parseV4Into(s: string, a: number, b: number, out: Uint16Array, at: number): boolean {
+  let hi = 0, lo = 0;
   let parts = 0;
   let i = a;
   while (parts < 4) {
@@ -100,18 +106,29 @@ function parseV4(s: string, a: number, b: number): number {
     while (i < b && isDigit(s.charCodeAt(i))) {
       part = part * 10 + s.charCodeAt(i) - 48;
       i++;
-      if (i - start > 3) return -1;
+      if (i - start > 3) return false;
     }
-    if (i === start || part > 255) return -1;
-    if (i - start > 1 && s.charCodeAt(start) === 48) return -1; // leading zero: octal to libc
-    v = v * 256 + part;
+    if (i === start || part > 255) return false;
+    if (i - start > 1 && s.charCodeAt(start) === 48) return false; // leading zero: octal to libc
+    if (parts < 2) hi = hi * 256 + part;
+    else lo = lo * 256 + part;
     parts++;
     if (parts < 4) {
-      if (i >= b || s.charCodeAt(i) !== 46) return -1;
+      if (i >= b || s.charCodeAt(i) !== 46) return false;
       i++;
     }
   }
-  return i === b ? v : -1;
+  if (i !== b) return false;
+  out[at] = hi;
+  out[at + 1] = lo;
+  return true;
+}
+
+const v4scratch = new Uint16Array(2);
+
+/** An IPv4 address as an unsigned number, or -1 (for formatting; not on the hot path). */
+function parseV4(s: string, a: number, b: number): number {
+  return parseV4Into(s, a, b, v4scratch, 0) ? v4scratch[0] * 65536 + v4scratch[1] : -1;
 }
 
 /** Groups of hex separated by ':' in s[a, b), optionally ending with an IPv4 tail. Returns count or -1. */
@@ -133,11 +150,8 @@ function parseGroups(s: string, a: number, b: number, out: Uint16Array, allowV4:
     }
     if (j < b && s.charCodeAt(j) === 46) {
       if (!allowV4 || n > 6) return -1;
-      const v4 = parseV4(s, i, b);
-      if (v4 < 0) return -1;
-      out[n++] = Math.floor(v4 / 65536);
-      out[n++] = v4 % 65536;
-      return n;
+      if (!parseV4Into(s, i, b, out, n)) return -1;
+      return n + 2;
     }
     if (j === i || n >= 8) return -1;
     out[n++] = v;
@@ -194,11 +208,12 @@ function formatV6(g: ArrayLike<number>): string {
   return hex(0, bestAt).join(":") + "::" + hex(bestAt + bestLen, 8).join(":");
 }
 
-function maskWords(bits: number): [number, number, number, number] {
-  const m: [number, number, number, number] = [0, 0, 0, 0];
-  for (let w = 0; w < 4; w++) {
-    const b = Math.max(0, Math.min(32, bits - 32 * w));
-    m[w] = b === 0 ? 0 : b === 32 ? -1 : (~0 << (32 - b)) | 0;
+/** Eight 16-bit masks for a prefix of `bits` (0..128). */
+function mask16(bits: number): number[] {
+  const m: number[] = [];
+  for (let k = 0; k < 8; k++) {
+    const b = Math.max(0, Math.min(16, bits - 16 * k));
+    m.push(b === 0 ? 0 : (0xffff << (16 - b)) & 0xffff);
   }
   return m;
 }
@@ -238,7 +253,7 @@ export function parseConnectDest(text: string): ConnectDest {
 
   let family: "inet" | "inet6" | null;
   let after: string; // what follows ADDR: "", "/N…", ":PORT…"
-  let words: [number, number, number, number] = [0, 0, 0, 0];
+  let groups: number[] = [0, 0, 0, 0, 0, 0, 0, 0];
   if (rest[0] === "[") {
     const close = rest.indexOf("]");
     if (close < 0) throw bad(text, `missing "]" after the IPv6 address`);
@@ -246,12 +261,7 @@ export function parseConnectDest(text: string): ConnectDest {
     if (inner.includes("%")) throw bad(text, "IPv6 zone ids (%…) are not allowed");
     if (!parseV6(inner, 0, inner.length)) throw bad(text, `"${clip(inner, 60)}" is not an IPv6 address`);
     family = "inet6";
-    words = [
-      (g16[0] << 16) | g16[1],
-      (g16[2] << 16) | g16[3],
-      (g16[4] << 16) | g16[5],
-      (g16[6] << 16) | g16[7],
-    ];
+    groups = Array.from(g16);
     after = rest.slice(close + 1);
   } else if (rest[0] === "*") {
     family = null;
@@ -282,7 +292,7 @@ export function parseConnectDest(text: string): ConnectDest {
       throw bad(text, `"${clip(addr, 60)}" is not an address: expected an IPv4 address, [IPv6] or *`);
     }
     family = "inet";
-    words = [0, 0, 0xffff, v4 | 0];
+    groups = [0, 0, 0, 0, 0, 0xffff, Math.floor(v4 / 65536), v4 % 65536];
   }
 
   let prefix = family === "inet" ? 32 : family === "inet6" ? 128 : 0;
@@ -311,23 +321,18 @@ export function parseConnectDest(text: string): ConnectDest {
   }
 
   // An IPv6 network inside ::ffff:0:0/96 is an IPv4 network.
-  if (family === "inet6" && prefix >= 96 && words[0] === 0 && words[1] === 0 && words[2] === 0xffff) {
+  if (
+    family === "inet6" && prefix >= 96 && groups.slice(0, 5).every((x) => x === 0) && groups[5] === 0xffff
+  ) {
     family = "inet";
     prefix -= 96;
   }
   const bits = family === "inet" ? 96 + prefix : family === "inet6" ? prefix : 0;
-  const mask = maskWords(bits);
-  const net: [number, number, number, number] = [
-    words[0] & mask[0],
-    words[1] & mask[1],
-    words[2] & mask[2],
-    words[3] & mask[3],
-  ];
+  const mask = mask16(bits);
+  const net = groups.map((x, k) => x & mask[k]);
   let addr = "";
-  if (family === "inet") addr = formatV4(net[3] >>> 0);
-  else if (family === "inet6") {
-    addr = formatV6(net.flatMap((w) => [(w >>> 16) & 0xffff, w & 0xffff]));
-  }
+  if (family === "inet") addr = formatV4(net[6] * 65536 + net[7]);
+  else if (family === "inet6") addr = formatV6(net);
   return { kind: "inet", proto, family, addr, prefix, portLo, portHi, net, mask };
 }
 
@@ -397,7 +402,8 @@ export function destSpecificity(dest: ConnectDest): number {
 const T_NONE = 0, T_INET = 1, T_UNIX = 2, T_ABSTRACT = 3;
 let tKind = T_NONE;
 let tV4 = false;
-let t0 = 0, t1 = 0, t2 = 0, t3 = 0;
+/** The target address as eight 16-bit groups (IPv4 as ::ffff:a.b.c.d). */
+const tg = new Uint16Array(8);
 let tPort = 0;
 let tProto: "tcp" | "udp" = "tcp";
 let tPath = "";
@@ -422,12 +428,9 @@ export function prepareTarget(target: ConnectTarget): void {
   tProto = target.proto;
   const a = target.addr;
   if (target.family === "inet") {
-    const v = parseV4(a, 0, a.length);
-    if (v < 0) return;
-    t0 = 0;
-    t1 = 0;
-    t2 = 0xffff;
-    t3 = v | 0;
+    if (!parseV4Into(a, 0, a.length, tg, 6)) return;
+    for (let k = 0; k < 5; k++) tg[k] = 0;
+    tg[5] = 0xffff;
     tV4 = true;
   } else {
     let start = 0, end = a.length;
@@ -438,10 +441,7 @@ export function prepareTarget(target: ConnectTarget): void {
     const pct = a.indexOf("%", start);
     if (pct >= 0 && pct < end) end = pct;
     if (!parseV6(a, start, end)) return;
-    t0 = (g16[0] << 16) | g16[1];
-    t1 = (g16[2] << 16) | g16[3];
-    t2 = (g16[4] << 16) | g16[5];
-    t3 = (g16[6] << 16) | g16[7];
+    for (let k = 0; k < 8; k++) tg[k] = g16[k];
     tV4 = g16IsMapped();
   }
   tKind = T_INET;
@@ -458,7 +458,8 @@ export function coversPrepared(dest: ConnectDest): boolean {
       if (dest.family === null) return true;
       if ((dest.family === "inet") !== tV4) return false;
       const m = dest.mask, n = dest.net;
-      return (t0 & m[0]) === n[0] && (t1 & m[1]) === n[1] && (t2 & m[2]) === n[2] && (t3 & m[3]) === n[3];
+      for (let k = 0; k < 8; k++) if ((tg[k] & m[k]) !== n[k]) return false;
+      return true;
     }
     case T_UNIX:
       return dest.kind === "unix" && scopeCovers(dest.scope, tPath);
@@ -543,11 +544,11 @@ export function suggestDestScopes(target: ConnectTarget): string[] {
   const port = target.port;
   let host: string, net: string;
   if (tV4) {
-    const v = t3 >>> 0;
+    const v = tg[6] * 65536 + tg[7];
     host = formatV4(v);
-    net = formatV4((v & 0xffffff00) >>> 0) + "/24";
+    net = formatV4(v - (v % 256)) + "/24";
   } else {
-    const g = [t0, t1, t2, t3].flatMap((w) => [(w >>> 16) & 0xffff, w & 0xffff]);
+    const g = Array.from(tg);
     host = "[" + formatV6(g) + "]";
     net = "[" + formatV6([...g.slice(0, 4), 0, 0, 0, 0]) + "]/64";
   }

@@ -20,7 +20,7 @@
  * denied. Connect targets are {@link ConnectTarget}s with canonical addresses (or their text, parsed per call).
  *
  * Speed: rules are compiled once (constructor, {@link Policy.add}) into hash indexes keyed by path prefix. A
- * path decision walks the target once, hashing each prefix (FNV-1a), and looks up matches by number: no
+ * path decision walks the target once, hashing each prefix, and looks up matches by number: no
  * allocation, cost proportional to the path length, not the number of rules. Decision objects are built at
  * compile time and shared (frozen): never mutate them.
  *
@@ -101,13 +101,14 @@ const ASK_WRITABLE: Decision = Object.freeze({
 const DENY_NOT_ABSOLUTE: Decision = Object.freeze({ effect: "deny", why: "not an absolute path" });
 const DENY_BAD_TARGET: Decision = Object.freeze({ effect: "deny", why: "malformed target" });
 
-// FNV-1a, 32-bit, over UTF-16 code units.
-const FNV_OFFSET = 0x811c9dc5 | 0;
-const FNV_PRIME = 0x01000193;
+// Prefix hash: h = (h * 31 + c) mod 2^25, written so that every intermediate value is below 2^30 and stays a
+// small integer (a Smi) in every V8 tier: hashing never boxes a number, even before the code is optimised.
+const HASH_SEED = 0x1505;
+const HASH_MASK = 0x1ffffff;
 
 function hashOf(s: string): number {
-  let h = FNV_OFFSET;
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), FNV_PRIME);
+  let h = HASH_SEED;
+  for (let i = 0; i < s.length; i++) h = ((h << 5) - h + s.charCodeAt(i)) & HASH_MASK;
   return h;
 }
 
@@ -158,19 +159,19 @@ class PathIndex {
     this.#isWritable = isWritable;
     this.#visit = visit;
     this.writable = 0;
-    if (this.root.length > 0) this.#consider(this.root);
+    if (this.root.length > 0) this.#consider(this.root, 1);
     const n = path.length;
-    let h = FNV_OFFSET;
+    let h = HASH_SEED;
     for (let i = 0; i < n; i++) {
-      h = Math.imul(h ^ path.charCodeAt(i), FNV_PRIME);
+      h = ((h << 5) - h + path.charCodeAt(i)) & HASH_MASK;
       const end = i + 1;
       if (end < n && path.charCodeAt(end) !== 47) continue;
       if (end === 1) continue; // "/" itself: root trees are handled above
       const t = this.tree.get(h);
-      if (t !== undefined) this.#consider(matching(t, path, end));
+      if (t !== undefined) this.#consider(t, end);
       if (end === n) {
         const x = this.exact.get(h);
-        if (x !== undefined) this.#consider(matching(x, path, end));
+        if (x !== undefined) this.#consider(x, end);
       }
     }
     const best = this.#best;
@@ -180,10 +181,12 @@ class PathIndex {
     return best;
   }
 
-  #consider(list: Entry[]): void {
+  /** Entries of a bucket whose path is path[0, end) (a bucket may hold other paths with the same hash). */
+  #consider(list: Entry[], end: number): void {
     for (let k = 0; k < list.length; k++) {
       const e = list[k];
       if (e.expiresAt <= this.#now) continue;
+      if (e.path.length !== end || !this.#path.startsWith(e.path)) continue;
       if (e.conditional && this.#isWritable !== undefined) {
         if (this.writable === 0) this.writable = this.#isWritable(this.#path) ? 2 : 1;
         if (this.writable === 2) continue;
@@ -192,23 +195,6 @@ class PathIndex {
       if (better(e, this.#best)) this.#best = e;
     }
   }
-}
-
-const NO_ENTRIES: Entry[] = [];
-
-/** Entries of a hash bucket whose path really is path[0, end). Returns the bucket itself when all match. */
-function matching(list: Entry[], path: string, end: number): Entry[] {
-  let all = true;
-  for (let k = 0; k < list.length; k++) {
-    const p = list[k].path;
-    if (p.length !== end || !path.startsWith(p)) {
-      all = false;
-      break;
-    }
-  }
-  if (all) return list;
-  const out = list.filter((e) => e.path.length === end && path.startsWith(e.path)); // hash collision: rare
-  return out.length ? out : NO_ENTRIES;
 }
 
 /**

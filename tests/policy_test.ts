@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import type { ConnectTarget } from "../lib/connect_dest.ts";
 import { newGroupTable } from "../lib/exec_groups.ts";
-import { Policy, type PolicyOptions } from "../lib/policy.ts";
+import { type Decision, Policy, type PolicyOptions } from "../lib/policy.ts";
 import { parseRules } from "../lib/rules_file.ts";
 import { type Op, type Rule, UsageError } from "../lib/types.ts";
 
@@ -410,22 +410,32 @@ Deno.test("a very long path is decided in linear time", () => {
 });
 
 Deno.test("decide allocates nothing in the common path", () => {
+  // `now` is a small integer here: a time in ms since the epoch is a double, and an optimised caller may box a
+  // double argument (16 bytes) when it calls a function it did not inline. That cost is the caller's, not
+  // decide's.
+  const now = 1_000_000;
   const rs: Rule[] = [
     builtin,
-    ...rules("allow write ~/.npm/**\ndeny write ~/**\nallow connect 10.0.0.0/8:80"),
+    ...rules("allow write ~/.npm/**\ndeny write ~/**\nallow connect 200.0.0.0/8:80", now),
   ];
   const p = new Policy(rs, options({ isWritable: () => false }));
-  const target = t6("::ffff:10.1.2.3", 80);
-  const calls: [string, () => unknown][] = [
-    ["write", () => p.decide("write", "/home/me/.npm/_cacache/index-v5/ab/cd", NOW)],
-    ["exec", () => p.decide("exec", "/usr/bin/git", NOW)],
-    ["connect", () => p.decide("connect", target, NOW)],
+  const target = t6("::ffff:200.1.2.3", 80);
+  const calls: [string, Want, () => Decision][] = [
+    ["write", "allow", () => p.decide("write", "/home/me/.npm/_cacache/index-v5/ab/cd", now)],
+    ["exec", "allow", () => p.decide("exec", "/usr/bin/git", now)],
+    ["connect", "allow", () => p.decide("connect", target, now)],
   ];
-  for (const [name, f] of calls) {
+  for (const [name, want, f] of calls) {
+    assert.equal(f().effect, want);
     for (let i = 0; i < 100_000; i++) f();
-    const before = Deno.memoryUsage().heapUsed;
-    for (let i = 0; i < 500_000; i++) f();
-    const perCall = (Deno.memoryUsage().heapUsed - before) / 500_000;
-    assert.ok(perCall < 4, `${name}: ${perCall} bytes per call`);
+    // Median of 9 rounds: a garbage collection of earlier tests' garbage shows as one odd round.
+    const rounds: number[] = [];
+    for (let r = 0; r < 9; r++) {
+      const before = Deno.memoryUsage().heapUsed;
+      for (let i = 0; i < 100_000; i++) f();
+      rounds.push((Deno.memoryUsage().heapUsed - before) / 100_000);
+    }
+    const perCall = rounds.sort((a, b) => a - b)[4];
+    assert.ok(perCall < 4, `${name}: ${perCall} bytes per call (rounds: ${rounds.map((x) => x.toFixed(1))})`);
   }
 });
