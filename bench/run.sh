@@ -7,9 +7,13 @@
 # Environment: BENCH_REPEAT (repetitions, default 5; 3 when quick), BENCH_QUICK=1, BENCH_DIR (where the work
 # trees go; default a tmpfs: /dev/shm), HALLPASS (default ./hallpass), HALLPASS_FLAGS (extra flags for every
 # hallpass run; default --allow-exec for bench/build/micro), BENCH_VARIANTS (subset, e.g. "bare floor hallpass"),
-# BENCH_WORKLOADS (subset, e.g. "create read exec"), BENCH_OUT (default bench/results/latest.md).
+# BENCH_WORKLOADS (subset, e.g. "create read exec"), BENCH_OUT (default bench/results/latest.md), BENCH_PATH
+# (PATH for every run; default the system directories only).
 set -uo pipefail
 export LC_ALL=C
+# A plain PATH for every variant: with ~/.cargo/bin, pyenv shims etc. first, execvp's failed attempts would be
+# exec requests that hallpass (and only hallpass) mediates. BENCH_PATH to override.
+export PATH=${BENCH_PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BENCH=$ROOT/bench
@@ -167,9 +171,9 @@ export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@example.invalid GIT_COMMITTE
 export GIT_COMMITTER_EMAIL=bench@example.invalid GIT_CONFIG_NOSYSTEM=1 npm_config_update_notifier=false
 
 declare -A RES RSS FAILS
-# run1 WORKLOAD VARIANT: one timed run; appends seconds to RES[wl,v] (and the peak RSS in KB to RSS[v] for git)
+# run1 WORKLOAD VARIANT [warm-up]: one timed run; appends seconds to RES[wl,v] (and the peak RSS in KB to RSS[v] for git)
 run1() {
-	local wl=$1 v=$2 out rc
+	local wl=$1 v=$2 warm=${3:-} out rc
 	prep "$wl" || { log "prep $wl failed"; cd "$BASE"; return 1; }
 	prefix "$v"
 	local tm=()
@@ -183,6 +187,7 @@ run1() {
 	fi
 	rc=$?
 	cd "$BASE" || true
+	[ -n "$warm" ] && return 0
 	if [ $rc != 0 ]; then
 		FAILS[$wl,$v]=$((${FAILS[$wl,$v]:-0} + 1))
 		printf '%s/%s: exit %s\n' "$wl" "$v" "$rc" >>"$LOGF"
@@ -204,6 +209,7 @@ gen_fixtures
 cd "$BASE" || exit 1
 for wl in "${WORKLOADS[@]}"; do
 	log "$wl"
+	for v in "${VARIANTS[@]}"; do run1 "$wl" "$v" warm-up; done # untimed: page cache, first-run effects
 	for ((rep = 0; rep < R; rep++)); do
 		nv=${#VARIANTS[@]}
 		for ((k = 0; k < nv; k++)); do run1 "$wl" "${VARIANTS[$(((k + rep) % nv))]}"; done
@@ -304,6 +310,16 @@ T_END=$EPOCHREALTIME
 			printf ' | < 80 MB: **%s** |\n' "$(awk -v k="$m" 'BEGIN{print (k/1024<80) ? "met" : "MISSED"}')"
 		else printf ' | < 80 MB: n/a |\n'; fi
 	fi
+	printf '\nSpread of each cell, (max − min) / mean over its %s runs — how far to trust a ratio:\n\n' "$R"
+	printf '| workload | bare | landlock-only | floor | hallpass | bwrap | firejail |\n|---|---|---|---|---|---|---|\n'
+	for wl in "${WORKLOADS[@]}" start; do
+		printf '| %s |' "$wl"
+		for v in "${ALL_VARIANTS[@]}"; do
+			printf ' %s |' "$(tr ' ' '\n' <<<"${RES[$wl,$v]:-}" | awk 'NF{n++; if(n==1||$1<lo)lo=$1; if(n==1||$1>hi)hi=$1; a[n]=$1}
+				END{if(!n){print "—"; exit} m=0; for(i=1;i<=n;i++)m+=a[i]; m/=n; printf "%.0f%%", m ? 100*(hi-lo)/m : 0}')"
+		done
+		printf '\n'
+	done
 	printf '\n'
 	for v in "${ALL_VARIANTS[@]}"; do [ -z "${AVAIL[$v]}" ] && printf -- '- %s: n/a — %s\n' "$v" "${NOTE[$v]}"; done
 	nf=0; for k in ${FAILS[*]:+"${!FAILS[@]}"}; do nf=$((nf + FAILS[$k])); printf -- '- %s: %s failed run(s)\n' "$k" "${FAILS[$k]}"; done
