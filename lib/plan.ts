@@ -123,6 +123,14 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
   for (const name of o.agents) rules.push(...agentRules(name, { home, cwd }));
 
   const userRulesFile = userRulesPath(env, home);
+  // The sandbox must never write hallpass's own rules: that would grant it more next time. More specific than
+  // any allow of a parent directory, and a deny inside the floor makes the supervisor emulate, not continue.
+  rules.push({
+    effect: "deny",
+    op: "write",
+    target: formatScope({ kind: "tree", path: userRulesFile.slice(0, userRulesFile.lastIndexOf("/")) }),
+    source: { kind: "builtin", what: "hallpass's own rules" },
+  });
   const fileOpts = { project, cwd, home, pathEnv };
   try {
     if (Deno.statSync(userRulesFile).isFile) rules.push(...readRulesFile(userRulesFile, fileOpts));

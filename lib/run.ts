@@ -185,6 +185,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     backend,
     summary,
     warn,
+    rulesFile: plan.userRulesFile,
     printDenials: !pty,
     onFatal: (message) => {
       warn(`hallpass: supervisor failed: ${message}; stopping the sandbox`);

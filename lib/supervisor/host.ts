@@ -7,11 +7,14 @@
  */
 import { pipe, pollReadable, writeAll } from "../../ffi/libc.ts";
 import { close } from "../../ffi/libc.ts";
-import type { Answer, AskBackend, Question } from "../types.ts";
+import type { Answer, AskBackend, Question, Rule } from "../types.ts";
+import { ruleFileLine } from "../rules_file.ts";
 import type { SessionConfig, ToMain, ToWorker } from "./session_config.ts";
 import type { Summary } from "../summary.ts";
 
 export interface HostOptions {
+  /** Where `always` and `never` answers are saved (SPEC §5), or null not to save them. */
+  rulesFile: string | null;
   backend: AskBackend;
   summary: Summary;
   /** Prints one line for the person (through the screen gate in pty mode). */
@@ -110,8 +113,29 @@ export class SupervisorHost {
       this.#groups.delete(key);
       this.#aborts.delete(q.id);
       this.#o.summary.answered(q, a);
+      if ((a.kind === "always" || a.kind === "never") && q.syscall !== "request") this.#save(q, a);
       for (const qid of qids) this.#send({ t: "answer", qid, answer: a });
     });
+  }
+
+  /** Appends an `always`/`never` answer to the saved rules, so the next run knows it. */
+  #save(q: Question, a: Answer): void {
+    const file = this.#o.rulesFile;
+    if (!file) return;
+    const rule: Rule = {
+      effect: a.kind === "never" ? "deny" : "allow",
+      op: q.op,
+      target: a.scope ?? q.suggestedScope,
+      source: { kind: "answer", by: a.by },
+    };
+    try {
+      Deno.mkdirSync(file.slice(0, file.lastIndexOf("/")), { recursive: true, mode: 0o700 });
+      const when = new Date().toISOString().slice(0, 16).replace("T", " ");
+      const line = ruleFileLine(rule, { now: Date.now(), comment: `${a.by}, ${when}, asked by ${q.name}` });
+      Deno.writeTextFileSync(file, line, { append: true, create: true, mode: 0o600 });
+    } catch (e) {
+      this.#o.warn(`hallpass: could not save the rule to ${file}: ${(e as Error).message}`);
+    }
   }
 
   /** After the sandbox is gone: let the Worker finish what it posted, then stop it. */
