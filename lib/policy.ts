@@ -188,7 +188,21 @@ class PathIndex {
       if (e.expiresAt <= this.#now) continue;
       if (e.path.length !== end || !this.#path.startsWith(e.path)) continue;
       if (e.conditional && this.#isWritable !== undefined) {
-        if (this.writable === 0) this.writable = this.#isWritable(this.#path) ? 2 : 1;
+        if (this.writable === 0) {
+          // isWritable may call decide() again (even on this index): keep this call's state across it.
+          const path = this.#path,
+            now = this.#now,
+            best = this.#best,
+            visit = this.#visit,
+            isW = this.#isWritable;
+          const w = isW(path) ? 2 : 1;
+          this.#path = path;
+          this.#now = now;
+          this.#best = best;
+          this.#visit = visit;
+          this.#isWritable = isW;
+          this.writable = w;
+        }
         if (this.writable === 2) continue;
       }
       if (this.#visit !== null) this.#visit(e);

@@ -193,6 +193,21 @@ Deno.test("exec: @system does not apply to programs the sandbox may write", asyn
     p.decide("exec", "/usr/bin/x", NOW);
     assert.equal(asked, 1);
   });
+  await t.step("isWritable may call decide again", () => {
+    const holder: { p?: Policy } = {};
+    const reentrant = (path: string) =>
+      holder.p!.decide("write", path, NOW).effect === "allow" ||
+      holder.p!.decide("exec", "/home/me/x", NOW).effect === "allow";
+    const p = new Policy(
+      [builtin, ...rules("allow write /usr/local/**\ndeny exec /usr/bin/**")],
+      options({ isWritable: reentrant }),
+    );
+    holder.p = p;
+    assert.equal(p.decide("exec", "/usr/local/bin/tool", NOW).effect, "ask");
+    assert.equal(p.decide("exec", "/usr/bin/ls", NOW).effect, "deny");
+    assert.equal(p.decide("exec", "/usr/sbin/x", NOW).effect, "allow");
+    assert.deepEqual(p.explain("exec", "/usr/sbin/x", NOW).matching.map((m) => m.rule), [builtin]);
+  });
   await t.step("without isWritable @system always applies", () => {
     assert.equal(new Policy([builtin], options()).decide("exec", "/usr/local/bin/evil", NOW).effect, "allow");
   });
