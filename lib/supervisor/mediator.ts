@@ -361,10 +361,11 @@ export class Mediator {
   }
 
   #deny(n: Notification, syscall: string, target: string, op: Op, by: string): void {
-    this.#nfd.fail(n.id, EACCES);
-    this.stats.denied++;
+    // Name the process before answering: once answered, it may exit at once and its name be gone ("?").
     const pid = this.proc.tgid(n.tid);
     const name = this.proc.comm(pid);
+    this.#nfd.fail(n.id, EACCES);
+    this.stats.denied++;
     const suggest = op === "write" && target.startsWith("/")
       ? (() => {
         const s = suggestScopes(target.split(" → ").find((t) => !this.#inFloor(t)) ?? target, {
