@@ -1,0 +1,234 @@
+/**
+ * SPEC §3 "No way around it", attacked the way a hostile program would, with tests/helpers/adversary.c:
+ * system calls the filter must refuse outright, foreign ABIs, terminal injection, namespaces, signals and
+ * ptrace aimed at hallpass and its launcher, and the supervisor killed mid-run.
+ */
+import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
+import { compileHelper, DENO, exists, hallpass, isRoot, ROOT, scratch } from "./harness.ts";
+
+function lines(out: string): Record<string, string> {
+  const m: Record<string, string> = {};
+  for (const l of out.split("\n")) {
+    const [k, ...v] = l.split(" ");
+    if (k) m[k] = v.join(" ");
+  }
+  return m;
+}
+
+Deno.test("always-denied calls: io_uring, openat2, open_by_handle_at, userfaultfd, x32, int 0x80", async () => {
+  const adv = await compileHelper("adversary");
+  const s = await scratch();
+  try {
+    const run = async (...a: string[]) =>
+      lines((await hallpass(["--no-ask", "-q", "--", adv, ...a], { cwd: s.project })).stdout);
+    // Targets inside the project: the kernel would allow these writes, so only the filter stops them.
+    assertEquals(await run("io_uring"), { io_uring_setup: "ENOSYS" });
+    assertEquals(await run("openat2", `${s.project}/o2`), { openat2: "ENOSYS" });
+    const h = await run("open_by_handle_at", `${s.outside}`);
+    assertEquals(h.open_by_handle_at, "EPERM");
+    assertEquals(await run("userfaultfd"), { userfaultfd: "EPERM", "userfaultfd-user": "EPERM" });
+    assertEquals(await run("x32", `${s.outside}/x32`), { "x32-openat": "ENOSYS", "x32-mkdir": "ENOSYS" });
+    assertEquals(await run("x32", `${s.project}/x32`), { "x32-openat": "ENOSYS", "x32-mkdir": "ENOSYS" });
+    if (Deno.build.arch === "x86_64") {
+      assertEquals(await run("int80", `${s.outside}/i80`), {
+        "int80-open": "ENOSYS",
+        "int80-mkdir": "ENOSYS",
+      });
+      assertEquals(await run("int80", `${s.project}/i80`), {
+        "int80-open": "ENOSYS",
+        "int80-mkdir": "ENOSYS",
+      });
+    }
+    for (const f of ["o2", "x32", "i80"]) {
+      assert(!(await exists(`${s.project}/${f}`)), `${f} was created in the project`);
+      assert(!(await exists(`${s.outside}/${f}`)), `${f} was created outside`);
+    }
+    // Control: without hallpass the helper really makes these calls (where the kernel has the ABI).
+    const ctl = async (what: string) =>
+      new TextDecoder().decode(
+        (await new Deno.Command(adv, { args: [what, `${s.outside}/ctl-${what}`], stdout: "piped" }).output())
+          .stdout,
+      );
+    for (const what of ["x32", "int80"]) {
+      const out = await ctl(what);
+      if (out.includes("open OK")) assert(await exists(`${s.outside}/ctl-${what}`), out);
+      else console.log(`NOTE: without hallpass ${what} gives: ${out.trim().replaceAll("\n", ", ")}`);
+    }
+  } finally {
+    await s.cleanup();
+  }
+});
+
+Deno.test("terminal injection: TIOCSTI and TIOCLINUX, also with high bits set, are EPERM", async () => {
+  const adv = await compileHelper("adversary");
+  const s = await scratch();
+  try {
+    const r = await hallpass(["--no-ask", "-q", "--", adv, "tiocsti", "0"], { cwd: s.project, stdin: "" });
+    assertEquals(lines(r.stdout), {
+      tiocsti: "EPERM",
+      "tiocsti-highbits": "EPERM",
+      tioclinux: "EPERM",
+      "tioclinux-highbits": "EPERM",
+    });
+    // On a real terminal (script(1) gives one): still EPERM, and nothing was injected.
+    const script = await exists("/usr/bin/script");
+    if (!script) {
+      console.log("NOTE: script(1) missing: TIOCSTI on a real terminal not tested");
+      return;
+    }
+    const cmd = [DENO, "run", "--quiet", "-A", `${ROOT}/main.ts`, "--no-ask", "-q", "--", adv, "tiocsti", "0"]
+      .map((a) => `'${a}'`).join(" ");
+    const out = await new Deno.Command("script", {
+      args: ["-qec", cmd, "/dev/null"],
+      cwd: s.project,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = new TextDecoder().decode(out.stdout).replaceAll("\r", "");
+    assert(text.includes("tiocsti EPERM"), text);
+    assert(text.includes("tiocsti-highbits EPERM"), text);
+  } finally {
+    await s.cleanup();
+  }
+});
+
+Deno.test("namespaces: no user namespace (unshare, clone, clone3); no mounts even where unshare(NEWNS) works", async () => {
+  const adv = await compileHelper("adversary");
+  const s = await scratch();
+  try {
+    await Deno.mkdir(`${s.outside}/mnt`);
+    await Deno.writeTextFile(`${s.outside}/mnt/keep`, "keep");
+    const r = lines(
+      (await hallpass(["--no-ask", "-q", "--", adv, "unshare", `${s.outside}/mnt`], { cwd: s.project }))
+        .stdout,
+    );
+    assertEquals(r["unshare-user"], "EPERM");
+    assertEquals(r["clone-newuser"], "EPERM");
+    assert(r["clone3-newuser"] === "ENOSYS" || r["clone3-newuser"] === "EPERM", r["clone3-newuser"]);
+    // As root unshare(CLONE_NEWNS) succeeds (it is not a write); Landlock then forbids every mount.
+    assertEquals(r["unshare-ns"], isRoot() ? "OK" : "EPERM");
+    assertEquals(r["mount-tmpfs"], "EPERM");
+    assertEquals(r["mount-bind"], "EPERM");
+    assertEquals(await Deno.readTextFile(`${s.outside}/mnt/keep`), "keep");
+  } finally {
+    await s.cleanup();
+  }
+});
+
+Deno.test("hallpass and its launcher cannot be signalled, ptraced, pidfd'd or have their memory written", async () => {
+  const adv = await compileHelper("adversary");
+  const s = await scratch();
+  try {
+    const r = await hallpass(["--no-ask", "-q", "--", adv, "attack-ancestors"], { cwd: s.project });
+    assertEquals(r.code, 0, r.stderr); // hallpass survived and reported the command's status
+    const m = lines(r.stdout);
+    for (const who of ["launcher", "hallpass"]) {
+      assert(Number(m[`${who}-pid`]) > 1, r.stdout);
+      for (const k of ["kill0", "killTERM", "killKILL", "ptrace", "pidfd-signal", "pidfd-getfd"]) {
+        assertEquals(m[`${who}-${k}`], "EPERM", `${who} ${k}: ${r.stdout}`);
+      }
+      assertEquals(m[`${who}-memwrite`], "EACCES");
+    }
+  } finally {
+    await s.cleanup();
+  }
+});
+
+function procAlive(pid: number): boolean {
+  try {
+    const st = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    return !/^\d+ \(.*\) [ZX] /.test(st);
+  } catch {
+    return false;
+  }
+}
+
+/** Pids of live processes whose command line mentions `marker`. */
+function pidsMentioning(marker: string): number[] {
+  const out: number[] = [];
+  for (const e of Deno.readDirSync("/proc")) {
+    if (!/^\d+$/.test(e.name)) continue;
+    try {
+      const cl = Deno.readTextFileSync(`/proc/${e.name}/cmdline`);
+      if (cl.includes(marker) && procAlive(Number(e.name))) out.push(Number(e.name));
+    } catch { /* gone */ }
+  }
+  return out;
+}
+
+async function waitFor(cond: () => Promise<boolean> | boolean, ms: number): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await cond()) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return await cond();
+}
+
+Deno.test("supervisor killed with SIGKILL: every sandboxed process dies, a setsid double-forked one too; nothing writes after", async () => {
+  const adv = await compileHelper("adversary");
+  const s = await scratch();
+  const helperDir = adv.slice(0, adv.lastIndexOf("/"));
+  try {
+    const ask = `${s.outside}/../slow-ask.sh`;
+    await Deno.writeTextFile(ask, "#!/bin/sh\ncat >/dev/null\nsleep 30\necho once\n");
+    await Deno.chmod(ask, 0o755);
+    const pidfile = `${s.project}/daemon.pid`;
+    const ticks = `${s.project}/ticks`;
+    const script = `${adv} daemon ${pidfile} ${ticks}
+      (echo pending > ${s.outside}/pending) &
+      while :; do echo x >> ${s.project}/loop; sleep 0.05; done`; // the pending write waits for an answer
+    const child = new Deno.Command(DENO, {
+      args: [
+        "run",
+        "--quiet",
+        "-A",
+        `${ROOT}/main.ts`,
+        "--ask-program",
+        ask,
+        "--allow-exec",
+        `${helperDir}/**`,
+        "--",
+        "sh",
+        "-c",
+        script,
+      ],
+      cwd: s.project,
+      stdin: "null",
+      stdout: "null",
+      stderr: "null",
+    }).spawn();
+    assert(
+      await waitFor(
+        async () =>
+          (await exists(pidfile)) && (await Deno.readTextFile(ticks).catch(() => "")).split("\n").length > 3,
+        20_000,
+      ),
+      "the daemon never started",
+    );
+    const daemonPid = Number((await Deno.readTextFile(pidfile)).trim());
+    assert(procAlive(daemonPid));
+    const before = pidsMentioning(s.project);
+    assert(before.length >= 2, `sandboxed processes: ${before}`);
+
+    child.kill("SIGKILL");
+    await child.status;
+    const allDead = await waitFor(
+      () => pidsMentioning(s.project).length === 0 && !procAlive(daemonPid),
+      3000,
+    );
+    assert(
+      allDead,
+      `still alive after the supervisor died: ${pidsMentioning(s.project)} daemon ${procAlive(daemonPid)}`,
+    );
+    const t1 = await Deno.readTextFile(ticks);
+    const l1 = await Deno.readTextFile(`${s.project}/loop`);
+    await new Promise((r) => setTimeout(r, 500));
+    assertEquals(await Deno.readTextFile(ticks), t1, "the daemon kept writing");
+    assertEquals(await Deno.readTextFile(`${s.project}/loop`), l1, "the loop kept writing");
+    assert(!(await exists(`${s.outside}/pending`)), "the pending write went through");
+  } finally {
+    await s.cleanup();
+  }
+});
