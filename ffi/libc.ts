@@ -183,13 +183,16 @@ export function setCloexec(fd: number, on: boolean): void {
   check("fcntl", libc().fcntl(fd, F_SETFD, on ? cur | 1 : cur & ~1));
 }
 
-/** poll() on a few fds; returns revents per fd (0 when not ready), or null on timeout. */
-export function pollFds(fds: number[], timeoutMs: number): number[] | null {
+/**
+ * poll() on a few fds for reading (from `writeFrom` on: for writing); returns revents per fd (0 when not
+ * ready), or null on timeout.
+ */
+export function pollFds(fds: number[], timeoutMs: number, writeFrom = -1): number[] | null {
   const buf = new Uint8Array(Math.max(128, fds.length * 8));
   const dv = new DataView(buf.buffer);
   fds.forEach((fd, i) => {
     dv.setInt32(i * 8, fd, true);
-    dv.setInt16(i * 8 + 4, 1 /* POLLIN */, true);
+    dv.setInt16(i * 8 + 4, writeFrom >= 0 && i >= writeFrom ? 4 /* POLLOUT */ : 1 /* POLLIN */, true);
   });
   for (;;) {
     const r = Number(libc().poll(buf, BigInt(fds.length), timeoutMs));

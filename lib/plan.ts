@@ -8,7 +8,7 @@ import { parsePathScope } from "./path_scope.ts";
 import { parseRules, parseRuleTarget } from "./rules_file.ts";
 import { lookupInPath } from "./supervisor/mediator.ts";
 import { type Rule, UsageError } from "./types.ts";
-import { FS, type LandlockRuleset, SCOPE } from "../ffi/landlock.ts";
+import { FS, type LandlockRuleset, NET, SCOPE } from "../ffi/landlock.ts";
 import { formatScope } from "./path_scope.ts";
 import { agentRules } from "./agents.ts";
 
@@ -211,7 +211,9 @@ export function landlockPlan(plan: Plan, abi: number, mediateConnect: boolean): 
   const scoped = abi >= 6 ? SCOPE.SIGNAL | (mediateConnect ? SCOPE.ABSTRACT_UNIX_SOCKET : 0n) : 0n;
   return {
     handledFs: write,
-    handledNet: 0n,
+    // With connect mediated, the kernel refuses every TCP connect the sandbox makes itself (Landlock ABI ≥ 4):
+    // the supervisor performs the allowed ones on the program's socket.
+    handledNet: mediateConnect && abi >= 4 ? NET.CONNECT_TCP : 0n,
     scoped,
     paths: plan.floor.map((f) => ({ path: f.path, access: write })),
     ports: [],

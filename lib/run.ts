@@ -15,7 +15,7 @@ import {
 } from "../ffi/libc.ts";
 import { createRuleset, landlockAbi } from "../ffi/landlock.ts";
 import { ACT, CMP, compileFilter, type CompiledRule, resolveSyscall } from "../ffi/seccomp.ts";
-import { NotifyFd, userNotifAvailable } from "../ffi/notify.ts";
+import { getRemoteFd, NotifyFd, userNotifAvailable } from "../ffi/notify.ts";
 import type { CliOptions } from "./cli.ts";
 import { filterPlan } from "./filter_plan.ts";
 import { landlockPlan, type Plan } from "./plan.ts";
@@ -156,14 +156,22 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     launcher.kill("SIGKILL");
     throw new HallpassError("the launcher did not start within 10 s");
   }
-  const { data, fds: got } = recvWithFds(mySock);
-  if (data.length < 16 || got.length !== 1) {
-    got.forEach(close);
+  const { data, fds: stray } = recvWithFds(mySock);
+  stray.forEach(close);
+  const rv = new DataView(data.buffer, data.byteOffset);
+  if (data.length < 16 || rv.getUint32(4, true) !== "R".charCodeAt(0)) {
     const st = await launcher.status;
     throw new HallpassError(`the launcher failed (exit ${st.code})`, "see the line above; `hallpass doctor` checks the kernel");
   }
-  const commandPid = new DataView(data.buffer, data.byteOffset).getInt32(8, true);
-  const listenerFd = got[0];
+  const commandPid = rv.getInt32(8, true);
+  const listenerFd = getRemoteFd(commandPid, rv.getInt32(12, true));
+  if (listenerFd < 0) {
+    launcher.kill("SIGKILL");
+    throw new HallpassError(
+      `cannot take the seccomp listener from the sandbox (pidfd_getfd: errno ${-listenerFd})`,
+      "Yama ptrace_scope 2 or 3 forbids it; `hallpass doctor` says more",
+    );
+  }
   answerFirstExec(listenerFd, commandPid);
 
   // --- the supervisor

@@ -8,7 +8,8 @@
  * Protocol (all integers native-endian u32/i32):
  *
  *   supervisor -> launcher  CONFIG  {magic, version, flags, umask} + SCM_RIGHTS [bpf memfd, ruleset?, pty slave?]
- *   child      -> supervisor READY  {magic, 'R', pid, 0}          + SCM_RIGHTS [seccomp listener]
+ *   child      -> supervisor READY  {magic, 'R', pid, listener fd number}  (the supervisor takes a copy of
+ *                                                                       the listener with pidfd_getfd)
  *   child      -> supervisor EXECFAIL {magic, 'E', errno, 0}       (the execve of PROGRAM failed)
  *   launcher   -> supervisor STOPPED {magic, 'S', signal, 0}      (the command was stopped: job control)
  *   supervisor -> launcher  CONT    {magic, 'C', 0, 0}            (continue the stopped command)
@@ -286,13 +287,16 @@ static void child(int sock, const struct config *cfg, int bpf_fd, int ruleset_fd
 	if (listener < 0 && (flags & SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV) && errno == EINVAL)
 		listener = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
 	if (listener < 0) die("installing the seccomp filter");
-	/* Hand the listener over at once: any trapped call before this would wait for nobody. */
-	if (send_msg(sock, 'R', getpid(), listener) < 0) die("handing over the listener");
-	close(listener);
+	/* Tell the supervisor where the listener is; it takes a copy with pidfd_getfd. Only write(2), never
+	 * sendmsg(2): sendmsg may itself be trapped now (connect mediation), and nobody serves the listener yet.
+	 * The listener is close-on-exec: it stays open while the execve below waits for the supervisor's answer. */
+	struct msg ready = {HP_MAGIC, 'R', getpid(), listener};
+	if (write(sock, &ready, sizeof ready) != (ssize_t)sizeof ready) die("announcing the listener");
 
 	execv(argv[0], argv + 1);
 	int err = errno;
-	send_msg(sock, 'E', err, -1);
+	struct msg fail = {HP_MAGIC, 'E', err, 0};
+	if (write(sock, &fail, sizeof fail) < 0) _exit(125);
 	_exit(err == ENOENT ? 127 : 126);
 }
 

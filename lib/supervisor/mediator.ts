@@ -35,6 +35,8 @@ import {
   type WriteCall,
 } from "./../syscall_table.ts";
 import { ProcInfo } from "./proc_info.ts";
+import { type NetKind, NetMediator, type NetOp } from "./connect.ts";
+import { type ConnectTarget, formatTarget, suggestDestScopes } from "../connect_dest.ts";
 import { RequestHandler } from "./requests.ts";
 
 const EACCES = 13, EFAULT = 14, ENAMETOOLONG = 36, ENOSYS = 38, EOPNOTSUPP = 95;
@@ -69,6 +71,9 @@ interface Pending {
   exec?: boolean;
   /** For exec: execveat rather than execve. */
   execAt?: boolean;
+  /** For connect: the operation, copied into our memory, and the destination as a rule would name it. */
+  net?: NetOp;
+  suggest?: string;
   qid: number;
 }
 
@@ -89,7 +94,8 @@ export class Mediator {
   readonly policy: Policy;
   readonly #floor: PathScope[];
   #taintedFloor: PathScope[] = [];
-  readonly #byNr = new Map<number, WriteCall | "execve" | "execveat">();
+  readonly #byNr = new Map<number, WriteCall | "execve" | "execveat" | NetKind>();
+  readonly net: NetMediator;
   readonly #pending = new Map<number, Pending>();
   #nextQid = 1;
   /** The main thread answers the command's own exec before the Worker starts. */
@@ -115,10 +121,11 @@ export class Mediator {
       const nr = NEW_SYSCALL_NUMBERS[c.name] ?? resolveSyscall(c.name);
       if (nr >= 0) this.#byNr.set(nr, c);
     }
-    for (const name of ["execve", "execveat"] as const) {
+    for (const name of ["execve", "execveat", "connect", "sendto", "sendmsg", "sendmmsg"] as const) {
       const nr = resolveSyscall(name);
       if (nr >= 0) this.#byNr.set(nr, name);
     }
+    this.net = new NetMediator(nfd);
     this.proc = new ProcInfo(cfg.commandPid);
     this.#requests = new RequestHandler(this, cfg);
     this.#log = cfg.logPath ? Deno.openSync(cfg.logPath, { append: true, create: true, mode: 0o600 }) : null;
@@ -168,6 +175,7 @@ export class Mediator {
     try {
       if (h === undefined) this.#deny(n, "unknown", `syscall ${n.nr}`, "write", "filter");
       else if (h === "execve" || h === "execveat") this.#exec(n, h === "execveat");
+      else if (typeof h === "string") this.#connect(n, h);
       else this.#write(n, h);
     } catch (e) {
       // Fail closed: whatever went wrong, the call does not go through.
@@ -305,6 +313,12 @@ export class Mediator {
   /** Allowed: continue inside the floor for calls Landlock covers, emulate otherwise. */
   #allow(p: Pending, floor: boolean, by: string): void {
     const { n, call } = p;
+    if (p.net) {
+      const r = this.net.perform(n, p.net);
+      this.stats.emulated++;
+      this.#logLine({ pid: n.tid, op: "connect", target: p.targets[0].path, decision: "allow", by, result: r });
+      return;
+    }
     if (p.exec) {
       this.#nfd.continue(n.id);
       this.stats.continued++;
@@ -360,7 +374,7 @@ export class Mediator {
     this.#deny(n, c.name, "(a file name that is not UTF-8)", "write", "rule");
   }
 
-  #deny(n: Notification, syscall: string, target: string, op: Op, by: string): void {
+  #deny(n: Notification, syscall: string, target: string, op: Op, by: string, suggestion?: string): void {
     // Name the process before answering: once answered, it may exit at once and its name be gone ("?").
     const pid = this.proc.tgid(n.tid);
     const name = this.proc.comm(pid);
@@ -374,7 +388,7 @@ export class Mediator {
         });
         return s.scopes[s.suggested];
       })()
-      : undefined;
+      : suggestion;
     this.#post({ t: "decided", effect: "deny", op, target, pid, name, syscall, by, suggest });
     this.#logLine({
       pid,
@@ -450,11 +464,13 @@ export class Mediator {
     }
     if (a.kind === "deny" || a.kind === "never") {
       fs.close(p.fdCopy);
-      return this.#deny(p.n, p.call?.name ?? "execve", p.targets.map((t) => t.path).join(" → "), p.op, a.by);
+      if (p.net) this.net.release(p.net);
+      const shown = p.targets.map((t) => t.path).join(" → ");
+      return this.#deny(p.n, p.call?.name ?? p.net?.kind ?? "execve", shown, p.op, a.by, p.suggest);
     }
     // Allowed by the answer (once, or a grant that covers it). Other targets of the same call (rename, link)
     // must be allowed too; anything still asking is allowed only by `once`.
-    if (p.exec) return this.#allow(p, false, a.by);
+    if (p.exec || p.net) return this.#allow(p, false, a.by);
     const verdicts = p.targets.map((t) => this.#verdict(t));
     if (verdicts.includes("deny")) {
       fs.close(p.fdCopy);
@@ -468,6 +484,7 @@ export class Mediator {
     for (const [qid, p] of this.#pending) {
       if (!this.#nfd.idValid(p.n.id)) {
         fs.close(p.fdCopy);
+        if (p.net) this.net.release(p.net);
         this.#pending.delete(qid);
         this.#post({ t: "withdraw", qid });
       }
@@ -681,6 +698,62 @@ export class Mediator {
     return { name: cstr(attr), value, size };
   }
 
+  // ---------------------------------------------------------------- connect
+
+  #connect(n: Notification, kind: NetKind): void {
+    if (!this.#cfg.mediate.connect) {
+      if (this.#nfd.idValid(n.id)) this.#nfd.continue(n.id);
+      return;
+    }
+    const d = this.net.prepare(n, kind, this.proc.tgid(n.tid));
+    if (d.kind === "continue") {
+      if (this.#nfd.idValid(n.id)) this.#nfd.continue(n.id);
+      this.stats.continued++;
+      return;
+    }
+    if (d.kind === "fail") return this.#fail(n, d.errno);
+    if (!this.#nfd.idValid(n.id)) return this.net.release(d.op);
+    const p: Pending = {
+      n,
+      op: "connect",
+      call: null,
+      targets: [{ path: d.display, anon: false }],
+      fdCopy: -1,
+      net: d.op,
+      suggest: d.target ? formatTarget(d.target) : undefined,
+      qid: 0,
+    };
+    // Not a network destination (netlink, an unnamed unix socket): nothing to decide, performed as asked.
+    if (d.target === null) return this.#allow(p, false, "not a network destination");
+    const dec = this.policy.decide("connect", d.target, Date.now());
+    if (dec.effect === "allow") return this.#allow(p, false, "rule");
+    if (dec.effect === "deny") {
+      this.net.release(d.op);
+      return this.#deny(n, kind, d.display, "connect", "rule", formatTarget(d.target));
+    }
+    this.#askConnect(p, d.target, d.display, kind);
+  }
+
+  #askConnect(p: Pending, t: ConnectTarget, display: string, syscall: string): void {
+    const pid = this.proc.tgid(p.n.tid);
+    const qid = this.#nextQid++;
+    p.qid = qid;
+    const scopes = suggestDestScopes(t);
+    const q: Question = {
+      id: qid,
+      op: "connect",
+      pid,
+      name: this.proc.comm(pid),
+      target: display,
+      syscall,
+      chain: this.proc.chain(pid),
+      suggestedScope: scopes[0] ?? formatTarget(t),
+      scopes: scopes.length ? scopes : [formatTarget(t)],
+    };
+    this.#pending.set(qid, p);
+    this.#post({ t: "ask", q, key: `connect\0${formatTarget(t)}` });
+  }
+
   // ---------------------------------------------------------------- exec
 
   #exec(n: Notification, at: boolean): void {
@@ -725,6 +798,12 @@ export class Mediator {
     if (r.kind === "error") return this.#fail(n, r.errno);
     // A memfd or deleted file has no path a rule can name: it asks, shown as what /proc says.
     const target = r.kind === "anon" ? `anon:${r.what}` : r.path;
+    if (r.kind === "path" && !target.endsWith(" (deleted)")) {
+      // Nothing to ask about a program that is not there or cannot run (a shell searching $PATH tries many):
+      // answer as the kernel would, without running anything.
+      const err = notRunnable(target);
+      if (err) return this.#fail(n, err);
+    }
     if (!this.#nfd.idValid(n.id)) return;
     const d = target.startsWith("/")
       ? this.policy.decide("exec", target, Date.now())
@@ -780,6 +859,17 @@ export class Mediator {
     }
     this.#pending.clear();
     this.#log?.close();
+  }
+}
+
+/** ENOENT or EACCES when execve would fail on `path` for those reasons, else 0. */
+function notRunnable(path: string): number {
+  try {
+    const st = Deno.statSync(path);
+    if (!st.isFile || !((st.mode ?? 0) & 0o111)) return EACCES;
+    return 0;
+  } catch (e) {
+    return e instanceof Deno.errors.NotFound ? 2 : e instanceof Deno.errors.NotADirectory ? 20 : 0;
   }
 }
 

@@ -41,9 +41,14 @@ async function main(): Promise<void> {
   let stopping = false;
   let lastSweep = Date.now();
   for (;;) {
-    const fds = listenerOpen ? [cfg.listenerFd, cfg.wakeFd] : [cfg.wakeFd];
-    const ready = pollFds(fds, m.pendingCount > 0 ? 200 : -1);
-    if (ready && ready[fds.length - 1]) {
+    const base = listenerOpen ? [cfg.listenerFd, cfg.wakeFd] : [cfg.wakeFd];
+    const connecting = [...m.net.pending.keys()];
+    const fds = connecting.length ? [...base, ...connecting] : base;
+    const ready = pollFds(fds, m.pendingCount > 0 || connecting.length ? 200 : -1, connecting.length ? base.length : -1);
+    if (ready && connecting.length) {
+      for (let i = base.length; i < fds.length; i++) if (ready[i]) m.net.complete(fds[i]);
+    }
+    if (ready && ready[base.length - 1]) {
       const got = Number(libc().read(cfg.wakeFd, drain, 128n));
       if (got > 0) announced += got;
       // Let the announced messages be delivered (the main thread posts before it writes the pipe).
@@ -64,8 +69,9 @@ async function main(): Promise<void> {
       }
     }
     const now = Date.now();
-    if (m.pendingCount > 0 && now - lastSweep > 200) {
+    if ((m.pendingCount > 0 || connecting.length) && now - lastSweep > 200) {
       m.withdrawDead();
+      m.net.sweep();
       lastSweep = now;
     }
   }

@@ -1,0 +1,71 @@
+/**
+ * Socket calls the supervisor makes on its copies of sandboxed sockets (pidfd_getfd): connect, send, and the
+ * socket's type. Each returns the result or -errno. Addresses are raw struct sockaddr bytes.
+ */
+import { errno } from "./libc.ts";
+
+const SYMBOLS = {
+  connect: { parameters: ["i32", "buffer", "u32"], result: "i32" }, // int connect(int, const struct sockaddr *, socklen_t)
+  sendto: { parameters: ["i32", "buffer", "usize", "i32", "buffer", "u32"], result: "isize" },
+  sendmsg: { parameters: ["i32", "buffer", "i32"], result: "isize" },
+  getsockopt: { parameters: ["i32", "i32", "i32", "buffer", "buffer"], result: "i32" },
+  getpeername: { parameters: ["i32", "buffer", "buffer"], result: "i32" },
+  fcntl: { parameters: ["i32", "i32", "i32"], result: "i32" },
+} as const satisfies Deno.ForeignLibraryInterface;
+
+let lib: Deno.DynamicLibrary<typeof SYMBOLS>["symbols"] | null = null;
+function net() {
+  if (lib === null) lib = Deno.dlopen("libc.so.6", SYMBOLS).symbols;
+  return lib;
+}
+
+const r = (x: number | bigint) => (Number(x) < 0 ? -errno() : Number(x));
+
+export const SOCK = { STREAM: 1, DGRAM: 2, RAW: 3, SEQPACKET: 5 } as const;
+
+export function socketType(fd: number): number {
+  const v = new Uint8Array(128);
+  const len = new Uint8Array(128);
+  new DataView(len.buffer).setUint32(0, 4, true);
+  const rc = r(net().getsockopt(fd, 1 /* SOL_SOCKET */, 3 /* SO_TYPE */, v, len));
+  return rc < 0 ? rc : new DataView(v.buffer).getInt32(0, true);
+}
+
+export function socketError(fd: number): number {
+  const v = new Uint8Array(128);
+  const len = new Uint8Array(128);
+  new DataView(len.buffer).setUint32(0, 4, true);
+  const rc = r(net().getsockopt(fd, 1, 4 /* SO_ERROR */, v, len));
+  return rc < 0 ? rc : new DataView(v.buffer).getInt32(0, true);
+}
+
+/** The connected peer's address, or null. */
+export function peerAddress(fd: number): Uint8Array | null {
+  const a = new Uint8Array(128);
+  const len = new Uint8Array(128);
+  new DataView(len.buffer).setUint32(0, 128, true);
+  if (r(net().getpeername(fd, a, len)) < 0) return null;
+  return a.slice(0, new DataView(len.buffer).getUint32(0, true));
+}
+
+export function connectFd(fd: number, addr: Uint8Array<ArrayBuffer>, len: number): number {
+  return r(net().connect(fd, addr, len));
+}
+
+export function sendtoFd(fd: number, data: Uint8Array<ArrayBuffer>, len: number, flags: number, addr: Uint8Array<ArrayBuffer> | null, alen: number): number {
+  return r(net().sendto(fd, data, BigInt(len), flags, addr, alen));
+}
+
+export function sendmsgFd(fd: number, msghdr: Uint8Array<ArrayBuffer>, flags: number): number {
+  return r(net().sendmsg(fd, msghdr, flags));
+}
+
+const O_NONBLOCK = 0o4000;
+export function isNonBlocking(fd: number): boolean {
+  return (r(net().fcntl(fd, 3 /* F_GETFL */, 0)) & O_NONBLOCK) !== 0;
+}
+export function setNonBlocking(fd: number, on: boolean): void {
+  const fl = r(net().fcntl(fd, 3, 0));
+  if (fl < 0) return;
+  net().fcntl(fd, 4 /* F_SETFL */, on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
+}
