@@ -313,31 +313,26 @@ export class Mediator {
   /** Allowed: continue inside the floor for calls Landlock covers, emulate otherwise. */
   #allow(p: Pending, floor: boolean, by: string): void {
     const { n, call } = p;
+    // With --log, name the process before answering: once answered, it may exit at once.
+    const who = this.#log ? this.#who(n.tid) : null;
+    const log = (rec: Record<string, unknown>) => who && this.#logLine({ ...who, ...rec, decision: "allow", by });
+    const target = p.targets.map((t) => t.path).join(" → ");
     if (p.net) {
       const r = this.net.perform(n, p.net);
       this.stats.emulated++;
-      this.#logLine({ pid: n.tid, op: "connect", target: p.targets[0].path, decision: "allow", by, result: r });
+      log({ op: "connect", syscall: p.net.kind, target, result: r });
       return;
     }
     if (p.exec) {
       this.#nfd.continue(n.id);
       this.stats.continued++;
-      this.#logLine({ pid: n.tid, op: "exec", target: p.targets[0].path, decision: "allow", by });
+      log({ op: "exec", target });
       return;
     }
     if (floor && call!.landlock && p.fdCopy < 0) {
       this.#nfd.continue(n.id);
       this.stats.continued++;
-      if (this.#log) {
-        this.#logLine({
-          pid: n.tid,
-          op: "write",
-          syscall: call!.name,
-          target: p.targets.map((t) => t.path).join(" → "),
-          decision: "allow",
-          by,
-        });
-      }
+      log({ op: "write", syscall: call!.name, target });
       return;
     }
     const r = this.#emulate(p);
@@ -347,16 +342,12 @@ export class Mediator {
       // ADDFD with SEND completed the call.
     } else if (r.value >= 0) this.#nfd.succeed(n.id, r.value);
     else this.#nfd.fail(n.id, -r.value);
-    this.#logLine({
-      pid: n.tid,
-      op: "write",
-      syscall: call!.name,
-      target: p.targets.map((t) => t.path).join(" → "),
-      decision: "allow",
-      by,
-      emulated: true,
-      result: r.value,
-    });
+    log({ op: "write", syscall: call!.name, target, emulated: true, result: r.value });
+  }
+
+  #who(tid: number): { pid: number; name: string; chain: string[] } {
+    const pid = this.proc.tgid(tid);
+    return { pid, name: this.proc.comm(pid), chain: this.proc.chain(pid) };
   }
 
   #fail(n: Notification, errno: number): void {
@@ -378,6 +369,7 @@ export class Mediator {
     // Name the process before answering: once answered, it may exit at once and its name be gone ("?").
     const pid = this.proc.tgid(n.tid);
     const name = this.proc.comm(pid);
+    const chain = this.#log ? this.proc.chain(pid) : undefined;
     this.#nfd.fail(n.id, EACCES);
     this.stats.denied++;
     const suggest = op === "write" && target.startsWith("/")
@@ -840,6 +832,11 @@ export class Mediator {
 
   #logLine(rec: Record<string, unknown>): void {
     if (!this.#log) return;
+    // Every line names the process and its chain of command lines (callers that answer first pass them).
+    if (typeof rec.pid === "number" && rec.chain === undefined) {
+      const pid = this.proc.tgid(rec.pid);
+      rec = { ...rec, pid, name: rec.name ?? this.proc.comm(pid), chain: this.proc.chain(pid) };
+    }
     const line = JSON.stringify({ time: new Date().toISOString(), ...rec }) + "\n";
     try {
       this.#log.writeSync(this.#enc.encode(line));
