@@ -788,6 +788,19 @@ export class Mediator {
       r = resolvePath(path, "/", true, n.tid, n.tid);
     }
     if (r.kind === "error") return this.#fail(n, r.errno);
+    // Through an fd or /proc/PID/fd the path is only the text /proc shows, and a memfd's name is chosen by the
+    // program ("x/../../usr/bin/true" reads as /usr/bin/true): decide on that path only when it is the very
+    // file the kernel will run, else the program is anonymous (asks; no rule can name it).
+    const viaProc = at && path === "" && (flags & AT_EMPTY_PATH)
+      ? `/proc/${n.tid}/fd/${Number(BigInt.asIntN(32, a[0]))}`
+      : procPath(path, n.tid, this.proc.tgid(n.tid), at ? Number(BigInt.asIntN(32, a[0])) : -100);
+    if (viaProc !== null && r.kind === "path" && !sameFile(viaProc, r.path)) {
+      let what = r.path;
+      try {
+        what = Deno.readLinkSync(viaProc);
+      } catch { /* not a link: keep the resolved text */ }
+      r = { kind: "anon", what };
+    }
     // A memfd or deleted file has no path a rule can name: it asks, shown as what /proc says.
     const target = r.kind === "anon" ? `anon:${r.what}` : r.path;
     if (r.kind === "path" && !target.endsWith(" (deleted)")) {
@@ -856,6 +869,39 @@ export class Mediator {
     }
     this.#pending.clear();
     this.#log?.close();
+  }
+}
+
+/**
+ * The path an exec names, as a path under /proc this process can open, when it goes through /proc (where
+ * /proc/self would mean us); null when it does not.
+ */
+function procPath(path: string, tid: number, tgid: number, dirfd: number): string | null {
+  if (!path.startsWith("/")) {
+    let base: string;
+    try {
+      base = Deno.readLinkSync(dirfd === -100 ? `/proc/${tid}/cwd` : `/proc/${tid}/fd/${dirfd}`);
+    } catch {
+      return null;
+    }
+    if (base !== "/proc" && !base.startsWith("/proc/")) return null;
+    path = `${base}/${path}`;
+  }
+  const p = path.replace(/\/{2,}/g, "/");
+  if (p !== "/proc" && !p.startsWith("/proc/")) return null;
+  return p.replace(/^\/proc\/thread-self(?=\/|$)/, `/proc/${tgid}/task/${tid}`).replace(
+    /^\/proc\/self(?=\/|$)/,
+    `/proc/${tgid}`,
+  );
+}
+
+/** Whether `a` and `b` (both followed) are the same file. */
+function sameFile(a: string, b: string): boolean {
+  try {
+    const x = Deno.statSync(a), y = Deno.statSync(b);
+    return x.dev === y.dev && x.ino === y.ino && x.ino !== null;
+  } catch {
+    return false;
   }
 }
 
