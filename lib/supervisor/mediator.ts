@@ -823,6 +823,23 @@ export class Mediator {
       execAt: at,
       qid: 0,
     };
+    if (d.effect === "allow" && r.kind === "path") {
+      // A script: the kernel runs its #! interpreter without another execve. Decide on that too, so an allowed
+      // script cannot start a program that would have asked (up to the kernel's 4 levels).
+      let script = target;
+      for (let level = 0; level < 4; level++) {
+        const interp = shebang(script, n.tid);
+        if (interp === null) break;
+        const di = this.policy.decide("exec", interp, Date.now());
+        if (di.effect === "allow") {
+          script = interp;
+          continue;
+        }
+        p.targets = [{ path: interp, anon: false }];
+        if (di.effect === "deny") return this.#deny(n, at ? "execveat" : "execve", interp, "exec", "rule");
+        return this.#ask(p, interp, at ? "execveat" : "execve");
+      }
+    }
     if (d.effect === "allow") return this.#allow(p, false, "rule");
     if (d.effect === "deny") return this.#deny(n, at ? "execveat" : "execve", target, "exec", "rule");
     this.#ask(p, target, at ? "execveat" : "execve");
@@ -893,6 +910,36 @@ function procPath(path: string, tid: number, tgid: number, dirfd: number): strin
     /^\/proc\/self(?=\/|$)/,
     `/proc/${tgid}`,
   );
+}
+
+/** The canonical interpreter of a `#!` script (resolved as the kernel does, from the thread's cwd), else null. */
+function shebang(path: string, tid: number): string | null {
+  let head: Uint8Array;
+  try {
+    const f = Deno.openSync(path, { read: true });
+    try {
+      head = new Uint8Array(256);
+      const got = f.readSync(head) ?? 0;
+      head = head.subarray(0, got);
+    } finally {
+      f.close();
+    }
+  } catch {
+    return null;
+  }
+  if (head[0] !== 0x23 || head[1] !== 0x21) return null;
+  const nl = head.indexOf(10);
+  const line = new TextDecoder().decode(head.subarray(2, nl < 0 ? head.length : nl));
+  const interp = line.trim().split(/[ \t]/)[0];
+  if (!interp) return null;
+  let base = "/";
+  if (!interp.startsWith("/")) {
+    const b = baseDir(tid, -100);
+    if (b.kind !== "path") return null;
+    base = b.path;
+  }
+  const r = resolvePath(interp, base, true, tid, tid);
+  return r.kind === "path" ? r.path : null;
 }
 
 /** Whether `a` and `b` (both followed) are the same file. */
