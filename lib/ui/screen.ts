@@ -84,6 +84,9 @@ export function sgrFor(a: Attrs): string {
 // deno-lint-ignore no-explicit-any
 type Internals = any;
 
+/** Marks a cell of the model whose content the real terminal had before hallpass started. */
+const UNKNOWN = "\ue000";
+
 /** Maps xterm.js charset tables back to their designator letters (the tables are module-level singletons). */
 let charsetFlags: Map<unknown, string> | null = null;
 function charsetFlag(charset: unknown): string {
@@ -128,6 +131,53 @@ export class ScreenMirror {
   /** Resolves once everything fed so far is parsed. */
   settled(): Promise<void> {
     return this.#pending;
+  }
+
+  /**
+   * The real terminal already shows something when hallpass starts: its cursor is at (`row`, `col`) (0-based),
+   * and every cell before it holds text this model never saw. Those cells are marked unknown (a private-use
+   * character): {@linkcode repaint} skips them, and {@linkcode ScreenGate} scrolls them out from under the bar
+   * instead of drawing over them. Call before anything else is fed.
+   */
+  startAt(row: number, col: number): Promise<void> {
+    const r = Math.max(0, Math.min(row, this.rows - 1));
+    const c = Math.max(0, Math.min(col, this.cols - 1));
+    let s = "";
+    for (let y = 0; y < r; y++) s += `\x1b[${y + 1};1H` + UNKNOWN.repeat(this.cols);
+    if (c > 0) s += `\x1b[${r + 1};1H` + UNKNOWN.repeat(c);
+    s += `\x1b[${r + 1};${c + 1}H`;
+    return this.write(s);
+  }
+
+  /** Rows at the bottom, from `rows - n`, that hold unknown cells: how many rows from the top of those. */
+  unknownRowsIn(n: number): number {
+    const buf = this.term.buffer.active;
+    if (buf.type !== "normal") return 0;
+    let last = -1;
+    for (let y = Math.max(this.rows - n, 0); y < this.rows; y++) {
+      const line = buf.getLine(buf.baseY + y);
+      if (line && line.translateToString(false).includes(UNKNOWN)) last = y;
+    }
+    return last < 0 ? 0 : last - (this.rows - n) + 1;
+  }
+
+  /**
+   * Scrolls the whole screen up by `n` rows (from the bottom row, as output would) keeping the cursor on the
+   * same text, when the scroll region is the whole screen; returns the sequence to send, or "" when it cannot.
+   * The model is fed the same sequence, so it stays the real terminal's twin.
+   */
+  scrollUp(n: number): string {
+    const core = this.#core;
+    const b = core.buffer;
+    if (n <= 0 || (b?.scrollTop ?? 0) !== 0 || (b?.scrollBottom ?? this.rows - 1) !== this.rows - 1) {
+      return "";
+    }
+    if (core.coreService?.decPrivateModes?.origin) return "";
+    const x: number = Math.min(b?.x ?? 0, this.cols - 1);
+    const y: number = Math.max((b?.y ?? 0) - n, 0);
+    const s = `\x1b7\x1b[${this.rows};1H${"\n".repeat(n)}\x1b8\x1b[${y + 1};${x + 1}H`;
+    this.write(s);
+    return s;
   }
 
   resize(cols: number, rows: number): void {
@@ -197,6 +247,10 @@ export class ScreenMirror {
           continue;
         }
         if (c.width === 0) continue; // second half of a wide character
+        if (c.chars === UNKNOWN) {
+          out += "\x1b[C"; // not ours to paint: leave what the terminal shows
+          continue;
+        }
         if (c.sgr !== last) (out += c.sgr), (last = c.sgr);
         out += c.chars;
       }
@@ -323,6 +377,9 @@ export class ScreenGate {
       const rows = this.mirror.rows;
       let out = "";
       const height = Math.min(lines.length, rows);
+      // Text from before hallpass started under the bar: scroll it up out of the way (the model cannot repaint it).
+      out += this.mirror.scrollUp(this.mirror.unknownRowsIn(height));
+      await this.mirror.settled();
       // A shorter bar than before: give the freed rows back first.
       if (wasUp && height < previous) out += this.mirror.repaint(rows - previous, rows - height);
       this.#coveredRows = Math.max(this.#coveredRows, height);

@@ -72,6 +72,10 @@ export interface PtySessionOptions {
   onSignal?: (signal: ExitSignal) => void;
 }
 
+function writeAllSync(bytes: Uint8Array): void {
+  while (bytes.length > 0) bytes = bytes.subarray(Deno.stdout.writeSync(bytes));
+}
+
 /** Writes all of `data` to stdout. */
 async function writeStdout(data: Uint8Array | string): Promise<void> {
   let bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
@@ -103,6 +107,9 @@ export class PtySession implements BarHost {
   readonly #opts: PtySessionOptions;
   readonly #onError = () => this.restore();
   readonly #decoder = new TextDecoder();
+  /** Resolves once the real terminal reported where its cursor is (or did not in time). */
+  #cursorKnown: Promise<void> = Promise.resolve();
+  #cprWanted: ((pos: { row: number; col: number } | null) => void) | null = null;
 
   private constructor(
     master: number,
@@ -161,6 +168,7 @@ export class PtySession implements BarHost {
     globalThis.addEventListener("unload", this.#onError);
     globalThis.addEventListener("error", this.#onError);
     globalThis.addEventListener("unhandledrejection", this.#onError);
+    if (isatty(0) && isatty(1)) this.#askCursor();
     this.#listen("SIGWINCH", () => this.#resized());
     for (const sig of Object.keys(SIGNALS) as ExitSignal[]) {
       this.#listen(sig, () => {
@@ -171,6 +179,54 @@ export class PtySession implements BarHost {
     }
     this.#outputDone = this.#pumpOutput();
     this.#inputDone = this.#pumpInput();
+  }
+
+  /**
+   * The screen model must know where the real cursor is: the command's output lands there, not at the top left
+   * (a shell prompt usually sits somewhere down the screen). Asks the terminal (DSR 6) before any of the
+   * command's output is written; the answer is taken out of the input. A terminal that does not answer within
+   * `waitMs` leaves the model at the top left (the old behaviour: the bar's repaint may then misplace the cursor).
+   */
+  #askCursor(waitMs = 500): void {
+    this.#cursorKnown = new Promise<void>((resolve) => {
+      let late = false;
+      const timer = setTimeout(() => {
+        // Go on without it; a late answer is still taken out of the input (for a while), never applied.
+        late = true;
+        resolve();
+        Deno.unrefTimer(setTimeout(() => {
+          if (this.#cprWanted === done) this.#cprWanted = null;
+        }, 10_000));
+      }, waitMs);
+      const done = (pos: { row: number; col: number } | null) => {
+        clearTimeout(timer);
+        this.#cprWanted = null;
+        if (pos && !late) this.gate.mirror.startAt(pos.row, pos.col).then(() => resolve());
+        else resolve();
+      };
+      this.#cprWanted = done;
+    });
+    try {
+      writeAllSync(new TextEncoder().encode("\x1b[6n"));
+    } catch {
+      this.#cprWanted?.(null);
+    }
+  }
+
+  /** Takes a cursor position report out of `chunk` while one is awaited. */
+  #takeCpr(chunk: Uint8Array): Uint8Array {
+    const want = this.#cprWanted;
+    if (!want) return chunk;
+    let text = "";
+    for (const b of chunk) text += String.fromCharCode(b);
+    // deno-lint-ignore no-control-regex
+    const m = /\x1b\[(\d+);(\d+)R/.exec(text);
+    if (!m) return chunk;
+    want({ row: Number(m[1]) - 1, col: Number(m[2]) - 1 });
+    const out = new Uint8Array(chunk.length - m[0].length);
+    out.set(chunk.subarray(0, m.index));
+    out.set(chunk.subarray(m.index + m[0].length), m.index);
+    return out;
   }
 
   #listen(sig: Deno.Signal, fn: () => void): void {
@@ -190,6 +246,7 @@ export class PtySession implements BarHost {
 
   async #pumpOutput(): Promise<void> {
     const signal = this.#stop.signal;
+    await this.#cursorKnown;
     for (;;) {
       if (this.gate.shouldPause()) await this.gate.whenFlowing();
       const chunk = await readMaster(this.#master, { signal, sliceMs: 100 });
@@ -203,8 +260,10 @@ export class PtySession implements BarHost {
   async #pumpInput(): Promise<void> {
     const signal = this.#stop.signal;
     for (;;) {
-      const chunk = await readWhenReady(0, { signal, sliceMs: 100 });
-      if (chunk === null) return;
+      const read = await readWhenReady(0, { signal, sliceMs: 100 });
+      if (read === null) return;
+      const chunk = this.#takeCpr(read);
+      if (chunk.length === 0) continue;
       const bar = this.#bar;
       if (bar) bar.onKey(this.#decoder.decode(chunk, { stream: true }));
       else if (!(await writeAll(this.#master, chunk, signal))) return;
