@@ -240,6 +240,14 @@ export async function readMaster(
   }
 }
 
+/** Reads what a non-blocking fd (the pty master) holds right now, without waiting: empty when nothing. */
+export function readMasterNow(fd: number, max = 65536): Uint8Array {
+  const c = libc();
+  const buf = new Uint8Array(max);
+  const n = Number(c.read(fd, buf, BigInt(buf.length)));
+  return n > 0 ? buf.slice(0, n) : new Uint8Array(0);
+}
+
 /**
  * Writes all of `data` to a non-blocking fd, waiting (off the event loop) while the other side is full.
  * Returns false when the other side is gone (EIO) or `signal` aborted.

@@ -32,6 +32,7 @@ import {
   openPty,
   openSlave,
   readMaster,
+  readMasterNow,
   readWhenReady,
   setTermios,
   setWinSize,
@@ -149,6 +150,20 @@ export class PtySession implements BarHost {
   }
 
   setBar(bar: BarController | null): void {
+    // What the command printed before it asked belongs above the question: take it from the master now, so it
+    // is shown, not held back behind the bar. (Bounded: a command that never stops printing can't delay it.)
+    if (bar && !this.#bar && !this.#restored) {
+      for (let i = 0; i < 16 && !this.gate.barUp; i++) {
+        let chunk: Uint8Array;
+        try {
+          chunk = readMasterNow(this.#master);
+        } catch {
+          break;
+        }
+        if (chunk.length === 0) break;
+        this.gate.output(chunk);
+      }
+    }
     this.#bar = bar;
   }
 
