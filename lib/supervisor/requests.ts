@@ -4,9 +4,15 @@
  * announce; grants they get are rules with a `request` source, so `release` removes exactly those.
  */
 import type { Notification } from "../../ffi/notify.ts";
-import { formatDest, parseConnectDest } from "../connect_dest.ts";
-import { formatScope } from "../path_scope.ts";
-import { decodeRequestBytes, type DecodedRequest, LINUX_ERRNO as E } from "../request_protocol.ts";
+import {
+  type ConnectDest,
+  type ConnectTarget,
+  destSpecificity,
+  formatDest,
+  parseConnectDest,
+} from "../connect_dest.ts";
+import { formatScope, scopeCovers } from "../path_scope.ts";
+import { type DecodedRequest, decodeRequestBytes, LINUX_ERRNO as E } from "../request_protocol.ts";
 import type { Answer, Op, Question, Rule } from "../types.ts";
 import type { Mediator } from "./mediator.ts";
 import { baseDir, resolvePath } from "./resolve.ts";
@@ -38,7 +44,9 @@ export class RequestHandler {
     const d = decodeRequestBytes(raw);
     if (!d.ok) return this.#answer(n, E[d.errno], d.message);
     const req = d.request;
-    if ((req.op === "exec" && !this.#cfg.mediate.exec) || (req.op === "connect" && !this.#cfg.mediate.connect)) {
+    if (
+      (req.op === "exec" && !this.#cfg.mediate.exec) || (req.op === "connect" && !this.#cfg.mediate.connect)
+    ) {
       return this.#answer(n, E.ENOSYS, `${req.op} is not mediated`);
     }
     const target = this.#normalize(n, req);
@@ -94,9 +102,18 @@ export class RequestHandler {
     const { n, req, target } = p;
     if (a.kind === "deny" || a.kind === "never") {
       if (a.kind === "never") {
-        this.#m.addRule({ effect: "deny", op: req.op, target: a.scope ?? target, source: { kind: "answer", by: a.by } });
+        this.#m.addRule({
+          effect: "deny",
+          op: req.op,
+          target: a.scope ?? target,
+          source: { kind: "answer", by: a.by },
+        });
       }
-      return this.#answer(n, a.by === "timeout" ? E.ETIMEDOUT : E.EPERM, `${req.op} ${target}: ${a.kind} by ${a.by}`);
+      return this.#answer(
+        n,
+        a.by === "timeout" ? E.ETIMEDOUT : E.EPERM,
+        `${req.op} ${target}: ${a.kind} by ${a.by}`,
+      );
     }
     const forMs = a.kind === "for" ? a.durationMs : req.forMs;
     const rule: Rule = {
@@ -116,7 +133,13 @@ export class RequestHandler {
 
   #answer(n: Notification, errno: number, what: string): void {
     this.#m.answerRequest(n, errno);
-    this.#m.logDecision({ pid: n.tid, op: "request", target: what, decision: `errno ${errno}`, by: "hallpass" });
+    this.#m.logDecision({
+      pid: n.tid,
+      op: "request",
+      target: what,
+      decision: `errno ${errno}`,
+      by: "hallpass",
+    });
   }
 
   /** The rule target a request names, or an errno. */
@@ -148,11 +171,7 @@ export class RequestHandler {
   #state(op: Op, target: string): "allow" | "deny" | "ask" {
     const m = this.#m;
     const now = Date.now();
-    if (op === "connect") {
-      // A destination range is allowed when the policy allows its first address; a deny anywhere inside wins.
-      const d = m.policy.decide("connect", target.replace(/\/\d+/, "").replace(/-\d+$/, ""), now);
-      return d.effect;
-    }
+    if (op === "connect") return connectState(m, parseConnectDest(target), now);
     const tree = target.endsWith("/**");
     const root = tree ? target.slice(0, -3) || "/" : target;
     const inside = (t: string) => {
@@ -160,7 +179,10 @@ export class RequestHandler {
       return p === root || (tree && p.startsWith(root === "/" ? "/" : root + "/"));
     };
     for (const r of m.policy.rules) {
-      if (r.op === op && r.effect === "deny" && (r.expiresAt === undefined || r.expiresAt > now) && inside(r.target)) {
+      if (
+        r.op === op && r.effect === "deny" && (r.expiresAt === undefined || r.expiresAt > now) &&
+        inside(r.target)
+      ) {
         return "deny";
       }
     }
@@ -172,4 +194,125 @@ export class RequestHandler {
     }
     return d.effect;
   }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Connect requests name a set of destinations (a network, a port range, a socket folder), not one: the request
+// is allowed only when one allow rule covers all of it and no deny inside it wins; it is denied when a deny rule
+// decides some destination inside it.
+
+type Inet = Extract<ConnectDest, { kind: "inet" }>;
+const ANY_PORTS: [number, number] = [0, 65535];
+
+function ports(d: Inet): [number, number] {
+  return d.portLo === 0 ? ANY_PORTS : [d.portLo, d.portHi];
+}
+
+/** Whether the address set of `a` contains that of `b` (both of one family). */
+function netContains(a: Inet, b: Inet): boolean {
+  if (a.prefix > b.prefix) return false;
+  for (let k = 0; k < 8; k++) if ((b.net[k] & a.mask[k]) !== a.net[k]) return false;
+  return true;
+}
+
+/** Whether every destination of `b` is one of `a`. */
+function destContains(a: ConnectDest, b: ConnectDest): boolean {
+  if (a.kind === "any") return true;
+  if (b.kind === "any") return false;
+  if (a.kind === "unix") {
+    if (b.kind !== "unix") return false;
+    if (a.scope.kind === "exact") return b.scope.kind === "exact" && b.scope.path === a.scope.path;
+    return scopeCovers(a.scope, b.scope.path);
+  }
+  if (a.kind === "abstract") {
+    if (b.kind !== "abstract") return false;
+    if (a.prefix) return b.name.startsWith(a.name);
+    return !b.prefix && b.name === a.name;
+  }
+  if (b.kind !== "inet") return false;
+  if (a.proto !== null && a.proto !== b.proto) return false;
+  const [al, ah] = ports(a), [bl, bh] = ports(b);
+  if (bl < al || bh > ah) return false;
+  if (a.family === null) return true;
+  return b.family === a.family && netContains(a, b);
+}
+
+/** The destinations `a` and `b` have in common (as a ConnectDest), or null when none. */
+function intersect(a: ConnectDest, b: ConnectDest): ConnectDest | null {
+  if (a.kind === "any") return b;
+  if (b.kind === "any") return a;
+  if (a.kind !== b.kind) return null;
+  if (a.kind !== "inet" || b.kind !== "inet") {
+    if (destContains(a, b)) return b;
+    if (destContains(b, a)) return a;
+    return null;
+  }
+  if (a.proto !== null && b.proto !== null && a.proto !== b.proto) return null;
+  const [al, ah] = ports(a), [bl, bh] = ports(b);
+  const lo = Math.max(al, bl), hi = Math.min(ah, bh);
+  if (lo > hi) return null;
+  let addr: Inet;
+  if (a.family === null) addr = b;
+  else if (b.family === null) addr = a;
+  else if (a.family !== b.family) return null;
+  else if (netContains(a, b)) addr = b;
+  else if (netContains(b, a)) addr = a;
+  else return null;
+  const any = lo === 0 && hi === 65535;
+  return {
+    ...addr,
+    proto: a.proto ?? b.proto,
+    portLo: any ? 0 : Math.max(lo, 1),
+    portHi: any ? 0 : hi,
+  };
+}
+
+/** Some concrete destinations of `d` (its first and last port), to ask the policy about. */
+function samples(d: ConnectDest): ConnectTarget[] {
+  switch (d.kind) {
+    case "any":
+      return [{ family: "inet", proto: "tcp", addr: "0.0.0.0", port: 1 }];
+    case "unix":
+      return [{ family: "unix", path: d.scope.path }];
+    case "abstract":
+      return [{ family: "unix", abstract: d.name }];
+    case "inet": {
+      const family = d.family ?? "inet";
+      const addr = d.family === null ? "0.0.0.0" : d.addr;
+      const protos: ("tcp" | "udp")[] = d.proto ? [d.proto] : ["tcp", "udp"];
+      const [lo, hi] = d.portLo === 0 ? [1, 65535] : [d.portLo, d.portHi];
+      return protos.flatMap((proto) => [lo, hi].map((port) => ({ family, proto, addr, port })));
+    }
+  }
+}
+
+function connectState(m: Mediator, req: ConnectDest, now: number): "allow" | "deny" | "ask" {
+  const live: { rule: Rule; dest: ConnectDest; spec: number }[] = [];
+  for (const rule of m.policy.rules) {
+    if (rule.op !== "connect" || (rule.expiresAt !== undefined && rule.expiresAt <= now)) continue;
+    try {
+      const dest = parseConnectDest(rule.target);
+      live.push({ rule, dest, spec: destSpecificity(dest) });
+    } catch { /* the policy refused it too */ }
+  }
+  const denies: { spec: number; overlap: ConnectDest }[] = [];
+  for (const l of live) {
+    if (l.rule.effect !== "deny") continue;
+    const overlap = intersect(l.dest, req);
+    if (overlap === null) continue;
+    // A deny decides part of the request unless a more specific allow wins everywhere it does.
+    for (const t of samples(overlap)) {
+      if (m.policy.decide("connect", t, now).effect === "deny") return "deny";
+    }
+    denies.push({ spec: l.spec, overlap });
+  }
+  const covered = live.some((l) => l.rule.effect === "allow" && destContains(l.dest, req));
+  if (!covered) return "ask";
+  for (const d of denies) {
+    const beaten = live.some((l) =>
+      l.rule.effect === "allow" && l.spec > d.spec && destContains(l.dest, d.overlap)
+    );
+    if (!beaten) return "ask";
+  }
+  return "allow";
 }
