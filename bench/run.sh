@@ -202,6 +202,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a=="" || b=="" || b+0==0) print ""
 
 # ---- run ------------------------------------------------------------------------------------------------
 START_TS=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 T_BEGIN=$EPOCHREALTIME
 log "work dir $BASE ($FSTYPE); variants: ${VARIANTS[*]}; repeat $R${QUICK:+ (quick)}"
 log "generating fixtures"
@@ -290,7 +291,8 @@ T_END=$EPOCHREALTIME
 		"$(awk '/MemTotal/{printf "%d", $2/1024}' /proc/meminfo)" "$(uname -r)" \
 		"$( (. /etc/os-release && echo "$PRETTY_NAME") 2>/dev/null)"
 	printf -- '- work directory on %s (%s); %s interleaved repetitions per cell, median shown; ratio in () is to bare\n' "$PARENT" "$FSTYPE" "$R"
-	printf -- '- took %s s\n\n' "$(awk -v a="$T_BEGIN" -v b="$T_END" 'BEGIN{printf "%d", b-a}')"
+	printf -- '- took %s s; load average at start %s, at end %s (anything else running distorts the table)\n\n' \
+		"$(awk -v a="$T_BEGIN" -v b="$T_END" 'BEGIN{printf "%d", b-a}')" "$LOAD0" "$(cut -d' ' -f1-3 /proc/loadavg)"
 	printf '| workload | bare | landlock-only | floor (C supervisor) | hallpass | bwrap | firejail | hallpass vs | issue 6 target (hallpass) |\n'
 	printf '|---|---|---|---|---|---|---|---|---|\n'
 	for wl in "${WORKLOADS[@]}" start; do
