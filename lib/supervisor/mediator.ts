@@ -277,11 +277,19 @@ export class Mediator {
       }
     }
 
-    if (!this.#nfd.idValid(n.id)) {
-      fs.close(fdCopy);
-      return;
+    // ID_VALID is checked before acting (emulating, asking), not before a CONTINUE or a deny: answering a
+    // notification whose thread is gone simply fails in the kernel.
+    if (targets.length === 1 && fdCopy < 0 && c.landlock) {
+      // The common case, kept allocation-light: one path, a call Landlock covers.
+      const v = this.#verdict(targets[0]);
+      if (v === "floor") {
+        const who = this.#log ? this.#who(n.tid) : null;
+        this.#nfd.continue(n.id);
+        this.stats.continued++;
+        if (who) this.#logLine({ ...who, op: "write", syscall: c.name, target: targets[0].path, decision: "allow", by: "rule" });
+        return;
+      }
     }
-
     const verdicts = targets.map((t) => this.#verdict(t));
     const shown = targets.map((t) => t.path).join(" → ");
     if (verdicts.includes("deny")) {
@@ -333,6 +341,10 @@ export class Mediator {
       this.#nfd.continue(n.id);
       this.stats.continued++;
       log({ op: "write", syscall: call!.name, target });
+      return;
+    }
+    if (!this.#nfd.idValid(n.id)) {
+      fs.close(p.fdCopy);
       return;
     }
     const r = this.#emulate(p);
@@ -390,7 +402,7 @@ export class Mediator {
       target,
       decision: "deny",
       by,
-      chain: this.#log ? this.proc.chain(pid) : undefined,
+      chain,
     });
   }
 
