@@ -186,6 +186,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     floor: plan.floor,
     rules: plan.rules,
     mediate: { exec: opts.mediate.exec, connect: opts.mediate.connect },
+    noAsk: backend instanceof NoAsk,
     pathEnv: plan.pathEnv,
     logPath: opts.logPath ?? null,
     umask: userUmask,

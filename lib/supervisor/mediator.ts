@@ -409,6 +409,7 @@ export class Mediator {
   // ---------------------------------------------------------------- asking
 
   #ask(p: Pending, target: string, syscall: string): void {
+    if (this.#cfg.noAsk) return this.#denyUnasked(p, syscall);
     const pid = this.proc.tgid(p.n.tid);
     const qid = this.#nextQid++;
     p.qid = qid;
@@ -437,6 +438,13 @@ export class Mediator {
     }
     this.#pending.set(qid, p);
     this.#post({ t: "ask", q, key: `${p.op}\0${target}` });
+  }
+
+  /** --no-ask: what would ask is denied here, without a round trip to the main thread. */
+  #denyUnasked(p: Pending, syscall: string): void {
+    fs.close(p.fdCopy);
+    if (p.net) this.net.release(p.net);
+    this.#deny(p.n, syscall, p.targets.map((t) => t.path).join(" → "), p.op, "no-ask", p.suggest);
   }
 
   /** The main thread's answer to question `qid`. */
@@ -739,6 +747,7 @@ export class Mediator {
   }
 
   #askConnect(p: Pending, t: ConnectTarget, display: string, syscall: string): void {
+    if (this.#cfg.noAsk) return this.#denyUnasked(p, syscall);
     const pid = this.proc.tgid(p.n.tid);
     const qid = this.#nextQid++;
     p.qid = qid;
