@@ -30,6 +30,8 @@ export class RequestHandler {
   readonly #cfg: SessionConfig;
   readonly #pending = new Map<number, PendingRequest>();
   #requestIds = 0;
+  /** The target each granted request named (the answer may have given a wider or narrower scope). */
+  readonly #requested = new Map<number, string>();
 
   constructor(m: Mediator, cfg: SessionConfig) {
     this.#m = m;
@@ -53,9 +55,14 @@ export class RequestHandler {
     if (typeof target === "number") return this.#answer(n, target, "bad target");
 
     if (req.verb === "release") {
-      const removed = this.#m.removeRules((r) =>
-        r.source.kind === "request" && r.op === req.op && r.target === target
-      );
+      const ids: number[] = [];
+      const removed = this.#m.removeRules((r) => {
+        if (r.source.kind !== "request" || r.op !== req.op) return false;
+        const hit = r.target === target || this.#requested.get(r.source.requestId) === target;
+        if (hit) ids.push(r.source.requestId);
+        return hit;
+      });
+      for (const id of ids) this.#requested.delete(id);
       return this.#answer(n, removed > 0 ? E.ECANCELED : E.ESRCH, `release ${req.op} ${target}`);
     }
 
@@ -125,6 +132,7 @@ export class RequestHandler {
     };
     try {
       this.#m.addRule(rule);
+      this.#requested.set(this.#requestIds, target);
     } catch {
       return this.#answer(n, E.EPERM, `bad scope in answer: ${a.scope}`);
     }
