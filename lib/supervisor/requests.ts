@@ -109,12 +109,17 @@ export class RequestHandler {
     const { n, req, target } = p;
     if (a.kind === "deny" || a.kind === "never") {
       if (a.kind === "never") {
-        this.#m.addRule({
+        const deny: Rule = {
           effect: "deny",
           op: req.op,
           target: a.scope ?? target,
           source: { kind: "answer", by: a.by },
-        });
+        };
+        try {
+          this.#m.addRule(deny);
+        } catch {
+          // A scope that does not parse: deny this request only (the answer is still a deny).
+        }
       }
       return this.#answer(
         n,
@@ -122,7 +127,8 @@ export class RequestHandler {
         `${req.op} ${target}: ${a.kind} by ${a.by}`,
       );
     }
-    const forMs = a.kind === "for" ? a.durationMs : req.forMs;
+    // "for" without a duration is the `[t]` default (as for other questions), never a grant for the session.
+    const forMs = a.kind === "for" ? a.durationMs ?? req.forMs ?? 300_000 : req.forMs;
     const rule: Rule = {
       effect: "allow",
       op: req.op,
