@@ -148,7 +148,9 @@ export class NetMediator {
       return { kind: "fail", errno: -type };
     }
     const stream = type === SOCK.STREAM || type === SOCK.SEQPACKET;
-    if ((kind === "sendto" || kind === "sendmsg" || kind === "sendmmsg") && stream && (flags & MSG_FASTOPEN)) {
+    if (
+      (kind === "sendto" || kind === "sendmsg" || kind === "sendmmsg") && stream && (flags & MSG_FASTOPEN)
+    ) {
       fs.close(fd);
       return { kind: "fail", errno: EOPNOTSUPP }; // TCP Fast Open would connect: programs fall back
     }
@@ -213,7 +215,7 @@ export class NetMediator {
       if (len > MAX_DATA) return EMSGSIZE;
       const data = this.#read(n.tid, a[1], len);
       if (!data) return EFAULT;
-      op.data = data;
+      op.data = data.subarray(0, len) as Uint8Array<ArrayBuffer>; // #read's buffer is at least 128 bytes
       return;
     }
     const mv = new DataView(msg!.buffer);
@@ -293,7 +295,15 @@ export class NetMediator {
         return 0; // answered by completeConnect
       }
     } else if (op.kind === "sendto") {
-      r = sendtoFd(op.fd, op.data!, op.data!.length, op.flags | 0x4000 /* MSG_NOSIGNAL */, op.addr, op.addrLen);
+      const d = op.data!;
+      r = sendtoFd(
+        op.fd,
+        d.length ? d : new Uint8Array(128),
+        d.length,
+        op.flags | 0x4000, /* MSG_NOSIGNAL */
+        op.addr,
+        op.addrLen,
+      );
     } else {
       const iov = new Uint8Array(128);
       const iv = new DataView(iov.buffer);
