@@ -211,7 +211,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     for (const [s, h] of handlers) Deno.addSignalListener(s, h);
   }
   pty?.start();
-  watchLauncher(mySock, plan.argv[0], warn);
+  watchLauncher(mySock, plan.argv[0], warn, pty);
 
   const status = await launcher.status;
   await host.stop();
@@ -236,16 +236,35 @@ function answerFirstExec(listenerFd: number, commandPid: number): void {
   else if (n) nfd.fail(n.id, EACCES);
 }
 
-/** Launcher messages: an exec of the command that failed. */
-async function watchLauncher(sock: number, argv0: string, warn: (l: string) => void): Promise<void> {
+/**
+ * Launcher messages: an exec of the command that failed; the command stopped by job control (pty mode: the
+ * person pressed Ctrl-Z in it), in which case hallpass stops too, as the program would have without it, and
+ * continues it when it is continued itself.
+ */
+async function watchLauncher(sock: number, argv0: string, warn: (l: string) => void, pty: PtySession | null): Promise<void> {
   for (;;) {
     const r = await readAsync(sock, 16);
     if (typeof r === "number" || r.length < 16) return;
     const v = new DataView(r.buffer);
-    if (v.getUint32(4, true) === "E".charCodeAt(0)) {
+    const kind = String.fromCharCode(v.getUint32(4, true));
+    if (kind === "E") {
       const err = v.getInt32(8, true);
       const what = err === 2 ? "command not found" : err === 13 ? "Permission denied" : `cannot run (errno ${err})`;
       warn(`hallpass: ${argv0}: ${what}`);
+    } else if (kind === "S" && pty) {
+      pty.suspend();
+      Deno.kill(Deno.pid, "SIGSTOP");
+      // Continued (fg): take the terminal again and continue the command.
+      pty.resume();
+      const msg = new Uint8Array(16);
+      const mv = new DataView(msg.buffer);
+      mv.setUint32(0, MAGIC, true);
+      mv.setUint32(4, "C".charCodeAt(0), true);
+      try {
+        sendWithFds(sock, msg, []);
+      } catch {
+        return;
+      }
     }
   }
 }

@@ -254,8 +254,15 @@ static void exit_like(int status) {
 
 static void child(int sock, const struct config *cfg, int bpf_fd, int ruleset_fd, int pty_fd, char **argv) {
 	if (cfg->flags & CFG_PTY) {
-		if (setsid() < 0) die("setsid");
-		if (ioctl(pty_fd, TIOCSCTTY, 0) < 0) die("making the pty the controlling terminal");
+		/* The launcher leads the pty's session; the command gets its own process group, in the foreground.
+		 * Its group is not orphaned (its parent is in the same session), so Ctrl-Z stops it as usual. */
+		if (setpgid(0, 0) < 0) die("setpgid");
+		sigset_t ttou, old;
+		sigemptyset(&ttou);
+		sigaddset(&ttou, SIGTTOU);
+		sigprocmask(SIG_BLOCK, &ttou, &old);
+		if (tcsetpgrp(pty_fd, getpid()) < 0) die("making the command the terminal's foreground");
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		for (int i = 0; i < 3; i++)
 			if (dup2(pty_fd, i) < 0) die("dup2 of the pty");
 		if (pty_fd > 2) close(pty_fd);
@@ -332,6 +339,10 @@ int main(int argc, char **argv) {
 	int pty_fd = (cfg.flags & CFG_PTY) ? fds[k++] : -1;
 
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) die("child subreaper");
+	if (pty_fd >= 0) {
+		if (setsid() < 0) die("setsid");
+		if (ioctl(pty_fd, TIOCSCTTY, 0) < 0) die("making the pty the controlling terminal");
+	}
 
 	sigset_t watched;
 	sigemptyset(&watched);

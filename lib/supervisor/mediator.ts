@@ -297,6 +297,10 @@ export class Mediator {
       return this.#deny(n, c.name, shown, "write", "rule");
     }
     if (verdicts.includes("ask")) {
+      // A call that cannot change anything (mkdir of what exists, unlink of what does not) is answered as the
+      // kernel would, without a question: `mkdir -p ~` must not ask.
+      const noop = fdCopy < 0 ? this.#noopErrno(n, c, targets) : 0;
+      if (noop) return this.#fail(n, noop);
       const askAt = verdicts.indexOf("ask");
       return this.#ask({ n, op: "write", call: c, targets, fdCopy, qid: 0 }, targets[askAt].path, c.name);
     }
@@ -305,6 +309,54 @@ export class Mediator {
       verdicts.every((v) => v === "floor"),
       "rule",
     );
+  }
+
+  /** EEXIST or ENOENT when the call would fail that way before changing anything, else 0. */
+  #noopErrno(n: Notification, c: WriteCall, targets: Target[]): number {
+    const t = targets[targets.length - 1]; // the created end for link/rename
+    if (t.anon) return 0;
+    let exists: boolean;
+    try {
+      Deno.lstatSync(t.path);
+      exists = true;
+    } catch (e) {
+      if (!(e instanceof Deno.errors.NotFound)) return 0;
+      exists = false;
+    }
+    switch (c.kind) {
+      case "mkdir":
+      case "mknod":
+      case "symlink":
+      case "link":
+        return exists ? 17 /* EEXIST */ : 0;
+      case "open": {
+        const flags = this.#openFlags(n, c);
+        if (!exists && !(flags & O_CREAT)) return 2; // ENOENT
+        if (exists && (flags & O_CREAT) && (flags & O_EXCL)) return 17;
+        return 0;
+      }
+      case "unlink":
+      case "rmdir":
+      case "truncate":
+      case "chmod":
+      case "chown":
+      case "utime":
+      case "setxattr":
+      case "removexattr":
+        return exists ? 0 : 2;
+      case "rename":
+        return targets.length === 2 && !this.#exists(targets[0].path) ? 2 : 0;
+    }
+    return 0;
+  }
+
+  #exists(p: string): boolean {
+    try {
+      Deno.lstatSync(p);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   #openFlags(n: Notification, c: WriteCall): number {

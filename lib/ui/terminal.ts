@@ -313,6 +313,24 @@ export class PtySession implements BarHost {
   }
 
   /** Puts the real terminal back as it was. Idempotent; safe from signal and error handlers. */
+  /** Job control: the command was stopped (Ctrl-Z): give the terminal back as it was, before we stop too. */
+  suspend(): void {
+    if (this.#saved && !this.#restored) {
+      try {
+        setTermios(0, this.#saved);
+      } catch { /* not a terminal any more */ }
+    }
+  }
+
+  /** Job control: we were continued (fg): raw mode again, for the command that is continued with us. */
+  resume(): void {
+    if (this.#saved && !this.#restored) {
+      try {
+        setTermios(0, makeRaw(this.#saved));
+      } catch { /* not a terminal any more */ }
+    }
+  }
+
   restore(): void {
     if (this.#restored) return;
     this.#restored = true;
