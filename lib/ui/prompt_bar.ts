@@ -63,7 +63,11 @@ export function layout(state: BarState, cols: number): string[] {
   }
   const more = state.queued > 0 ? ` (+${state.queued} more)` : "";
   lines.push(truncateEnd(`hallpass: ${visible(q.name)} (pid ${q.pid}) wants to ${VERB[q.op]}${more}`, w));
-  lines.push(truncateMiddle(visible(q.target), w));
+  // exec: the program and its arguments (argv[0] is replaced by the program's path, which is what runs).
+  const whole = q.op === "exec" && q.argv && q.argv.length > 1
+    ? [q.target, ...q.argv.slice(1)].map(visible).join(" ")
+    : visible(q.target);
+  lines.push(truncateMiddle(whole, w));
   lines.push(truncateEnd(`by: ${q.chain.map(visible).join(" ← ")}`, w));
   const prefix = "[t] and [a] allow: ";
   lines.push(prefix + truncateMiddle(visible(currentScope(state)), Math.max(w - displayWidth(prefix), 1)));
