@@ -239,7 +239,15 @@ export class ScreenMirror {
     for (let y = Math.max(r0, 0); y < Math.min(r1, this.rows); y++) {
       out += `\x1b[${y + 1};1H`;
       let last = "";
-      for (let x = 0; x < cols; x++) {
+      // Trailing blank cells with default attributes are erased (EL), not written as spaces: that is how the
+      // program left them (the terminal then trims them, as it does for the program's own erased cells).
+      let end = cols;
+      while (end > 0) {
+        const c = cellSgr(end - 1, y);
+        if (!c || (c.width === 1 && (c.chars === " " || c.chars === "") && c.sgr === "\x1b[0m")) end--;
+        else break;
+      }
+      for (let x = 0; x < end; x++) {
         const c = cellSgr(x, y);
         if (!c) {
           out += "\x1b[0m ";
@@ -254,6 +262,7 @@ export class ScreenMirror {
         if (c.sgr !== last) (out += c.sgr), (last = c.sgr);
         out += c.chars;
       }
+      if (end < cols) out += "\x1b[0m\x1b[K";
     }
     // The DECSC slot (ESC 8 by the program later must land where it would have).
     const savedY = Math.max(0, Math.min(this.rows - 1, (b?.savedY ?? 0) - (b?.ybase ?? 0)));
