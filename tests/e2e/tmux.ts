@@ -108,6 +108,11 @@ export class Tmux {
       "-y",
       String(o.rows ?? 30),
       `sh ${q(dir + "/pane.sh")}`,
+      ";",
+      "pipe-pane",
+      "-t",
+      "hp",
+      `cat > ${q(dir + "/raw.out")}`,
     );
     return t;
   }
@@ -230,6 +235,11 @@ export class Tmux {
     }
   }
 
+  /** Everything the pane's program wrote to the terminal so far (recorded with pipe-pane). */
+  async raw(): Promise<string> {
+    return await Deno.readTextFile(`${this.dir}/raw.out`).catch(() => "");
+  }
+
   /** Pid of the pane's process (the script's shell). */
   async panePid(): Promise<number> {
     return Number(await this.display("#{pane_pid}"));
@@ -265,4 +275,44 @@ export async function until(fn: () => boolean | Promise<boolean>, what: string, 
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await sleep(50);
   }
+}
+
+/**
+ * What a person sees in a `capture-pane -e` screen: per row, the text and each cell's attributes (colours,
+ * bold, reverse, …), parsed with a screen model so that equivalent escape sequences compare equal.
+ */
+export async function visibleCells(esc: string, cols: number): Promise<string[]> {
+  const { default: xterm } = await import("@xterm/headless");
+  const rows = esc.split("\n");
+  const term = new xterm.Terminal({ cols, rows: rows.length + 1, allowProposedApi: true });
+  await new Promise<void>((r) => term.write(rows.map((l) => l + "\x1b[0m").join("\r\n"), r));
+  const out: string[] = [];
+  const buf = term.buffer.active;
+  for (let y = 0; y < rows.length; y++) {
+    const line = buf.getLine(y);
+    let s = "";
+    for (let x = 0; x < cols; x++) {
+      const c = line?.getCell(x);
+      if (!c) continue;
+      const ch = c.getChars() || " ";
+      const attrs = [
+        c.isBold(),
+        c.isDim(),
+        c.isItalic(),
+        c.isUnderline(),
+        c.isBlink(),
+        c.isInverse(),
+        c.isInvisible(),
+        c.isStrikethrough(),
+        c.getFgColorMode(),
+        c.getFgColor(),
+        c.getBgColorMode(),
+        c.getBgColor(),
+      ].join(",");
+      s += `${ch}[${attrs}]`;
+    }
+    out.push(s);
+  }
+  term.dispose();
+  return out;
 }
