@@ -7,6 +7,7 @@ import { HELP, parseCommandLine, VERSION } from "./lib/cli.ts";
 import { CommandError, makePlan } from "./lib/plan.ts";
 import { HallpassError, runSandbox } from "./lib/run.ts";
 import { UsageError } from "./lib/types.ts";
+import { RulesError } from "./lib/rules_file.ts";
 
 async function main(argv: string[]): Promise<number> {
   const inv = parseCommandLine(argv);
@@ -48,6 +49,11 @@ if (import.meta.main) {
   } catch (e) {
     if (e instanceof UsageError) {
       console.error(`hallpass: ${e.message}`);
+      console.error(
+        e instanceof RulesError
+          ? "hint: fix or remove that line; `hallpass rules` lists the rules in force"
+          : "hint: `hallpass --help` lists the options; nothing was run",
+      );
       code = 125;
     } else if (e instanceof CommandError) {
       console.error(`hallpass: ${e.message}`);

@@ -28,8 +28,9 @@ export class AskProgram implements AskBackend {
     };
     let child: Deno.ChildProcess;
     try {
-      child = new Deno.Command("/bin/sh", {
-        args: ["-c", this.#prog],
+      // In a session of its own (setsid), so a timeout kills the program and everything it started.
+      child = new Deno.Command(SETSID ?? "/bin/sh", {
+        args: SETSID ? ["/bin/sh", "-c", this.#prog] : ["-c", this.#prog],
         stdin: "piped",
         stdout: "piped",
         stderr: "inherit",
@@ -37,7 +38,11 @@ export class AskProgram implements AskBackend {
     } catch (e) {
       return deny(`cannot start ${JSON.stringify(this.#prog)}: ${(e as Error).message}`);
     }
-    const timer = setTimeout(() => killQuietly(child), this.#timeoutMs);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killQuietly(child);
+    }, this.#timeoutMs);
     const onAbort = () => killQuietly(child);
     signal.addEventListener("abort", onAbort);
     try {
@@ -45,13 +50,12 @@ export class AskProgram implements AskBackend {
       const w = child.stdin.getWriter();
       await w.write(new TextEncoder().encode(payload)).catch(() => {});
       await w.close().catch(() => {});
-      const line = await firstLine(child.stdout);
-      const status = await child.status;
+      const line = await firstLine(child.stdout, signal, () => timedOut);
+      const status = await Promise.race([child.status, new Promise<null>((r) => setTimeout(() => r(null), 1000))]);
+      if (status === null) killQuietly(child);
       if (signal.aborted) return { kind: "deny", by: "withdrawn" };
-      if (line === null) {
-        if (status.signal) return deny(`killed by ${status.signal} (timeout ${this.#timeoutMs / 1000}s?)`);
-        return deny(`no answer (exit ${status.code})`);
-      }
+      if (timedOut) return deny(`no answer within ${this.#timeoutMs / 1000} s`);
+      if (line === null) return deny(`no answer (${status ? `exit ${status.code}` : "still running"})`);
       const a = parseAnswerLine(line, q, "ask-program");
       if ("error" in a) return deny(`bad answer ${JSON.stringify(line.slice(0, 80))}: ${a.error}`);
       return a;
@@ -84,7 +88,24 @@ export function questionJson(q: Question): Record<string, unknown> {
   };
 }
 
+const SETSID = (() => {
+  for (const p of ["/usr/bin/setsid", "/bin/setsid"]) {
+    try {
+      if (Deno.statSync(p).isFile) return p;
+    } catch {
+      // not here
+    }
+  }
+  return null;
+})();
+
+/** Kills the ask program and, when it runs in its own session, everything it started. */
 function killQuietly(child: Deno.ChildProcess): void {
+  try {
+    if (SETSID) Deno.kill(-child.pid, "SIGKILL");
+  } catch {
+    // no such group
+  }
   try {
     child.kill("SIGKILL");
   } catch {
@@ -92,19 +113,39 @@ function killQuietly(child: Deno.ChildProcess): void {
   }
 }
 
-async function firstLine(stream: ReadableStream<Uint8Array>): Promise<string | null> {
+/**
+ * The first line of the program's output. Stops reading at the first newline, on abort, or on timeout: a
+ * child of the program that keeps the pipe open must not keep hallpass waiting.
+ */
+async function firstLine(
+  stream: ReadableStream<Uint8Array>,
+  signal: AbortSignal,
+  timedOut: () => boolean,
+): Promise<string | null> {
   const dec = new TextDecoder();
+  const reader = stream.getReader();
+  const stop = () => reader.cancel().catch(() => {});
+  signal.addEventListener("abort", stop);
+  const poll = setInterval(() => {
+    if (timedOut()) stop();
+  }, 100);
   let text = "";
-  let total = 0;
-  let found: string | null = null;
-  for await (const chunk of stream) {
-    if (found !== null) continue; // drain
-    total += chunk.length;
-    text += dec.decode(chunk, { stream: true });
-    const nl = text.indexOf("\n");
-    if (nl >= 0) found = text.slice(0, nl);
-    else if (total > MAX_OUTPUT) found = text.slice(0, MAX_OUTPUT);
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done || !value) break;
+      text += dec.decode(value, { stream: true });
+      const nl = text.indexOf("\n");
+      if (nl >= 0) return text.slice(0, nl);
+      if (text.length > MAX_OUTPUT) return text.slice(0, MAX_OUTPUT);
+    }
+  } catch {
+    // cancelled
+  } finally {
+    clearInterval(poll);
+    signal.removeEventListener("abort", stop);
+    stop();
   }
-  if (found !== null) return found;
+  if (timedOut()) return null;
   return text.length ? text : null;
 }
