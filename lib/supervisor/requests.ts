@@ -42,6 +42,24 @@ export class RequestHandler {
     return this.#pending.has(qid);
   }
 
+  /** Requests waiting for an answer. */
+  get pendingCount(): number {
+    return this.#pending.size;
+  }
+
+  /**
+   * Forgets the questions of requesters that are gone (killed while waiting, e.g. by `timeout`) and withdraws
+   * them from the prompt, so that a later answer grants nothing nobody waits for. `alive` is the notification's
+   * ID_VALID check; the mediator calls this from its periodic sweep (with pendingCount counted in its own).
+   */
+  withdrawDead(alive: (n: Notification) => boolean): void {
+    for (const [qid, p] of this.#pending) {
+      if (alive(p.n)) continue;
+      this.#pending.delete(qid);
+      this.#m.postToMain({ t: "withdraw", qid });
+    }
+  }
+
   handle(n: Notification, raw: Uint8Array): void {
     const d = decodeRequestBytes(raw);
     if (!d.ok) return this.#answer(n, E[d.errno], d.message);
