@@ -183,7 +183,9 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     project: plan.project,
     home: plan.home,
     cwd: plan.cwd,
-    floor: plan.floor,
+    // Only what Landlock really holds is the floor: a path that does not exist yet cannot be in a rule, and
+    // writes there are emulated instead of continued.
+    floor: plan.floor.filter((f) => !ruleset.skipped.includes(f.path)),
     rules: plan.rules,
     mediate: { exec: opts.mediate.exec, connect: opts.mediate.connect },
     noAsk: backend instanceof NoAsk,

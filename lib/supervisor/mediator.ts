@@ -553,10 +553,12 @@ export class Mediator {
         this.#post({ t: "withdraw", qid });
       }
     }
+    this.#requests.withdrawDead((n) => this.#nfd.idValid(n.id));
   }
 
+  /** Questions waiting for an answer (operations and hallpass-request requests). */
   get pendingCount(): number {
-    return this.#pending.size;
+    return this.#pending.size + this.#requests.pendingCount;
   }
 
   // ---------------------------------------------------------------- emulation
@@ -842,7 +844,7 @@ export class Mediator {
       this.stats.continued++;
       return;
     }
-    if (raw === null) return this.#fail(n, EFAULT);
+    if (raw === null) return this.#fail(n, a[pathArg] === 0n ? EFAULT : ENAMETOOLONG);
     let path: string;
     try {
       path = dec.decode(raw);
