@@ -108,6 +108,9 @@ Deno.test("a flood from one pid is bounded; [D] denies everything from that pid;
   assertEquals((await host.screen())[host.rows - 5], "hallpass: node (pid 7) wants to write");
   host.key("o");
   assertEquals((await other).kind, "once");
+  // Later questions from the pid denied with [D] are denied without asking; other pids still ask.
+  assertEquals(await ask.ask(question(66, "/later"), never()), { kind: "deny", by: "terminal" });
+  assertEquals(host.bar, null);
 });
 
 Deno.test("--ask-timeout denies an unanswered question", async () => {

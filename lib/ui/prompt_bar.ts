@@ -4,7 +4,8 @@
  * The bar takes 5 rows; 6 with an exec warning or a hallpass-request reason; 7 with both. The extra lines go
  * above the five lines of SPEC §4 so those stay together, in order, with the keys on the bottom row.
  *
- * `[D]` (shift-d) denies this question and every pending one from the same process; it always works, and line 5
+ * `[D]` (shift-d) denies this question, every pending one from the same process and all it asks later in the
+ * session (a loop asking again after each answer); it always works, and line 5
  * names it (`[D] deny all from pid N`) whenever other questions from that pid are waiting.
  *
  * @example

@@ -6,7 +6,7 @@
  * bar is up; question text is drawn only through `visible()`. Keys typed while the bar is up go to the bar only,
  * and a key that arrives within `armDelayMs` of a question appearing is ignored (type-ahead meant for the program
  * must not answer a question the person has not seen). A flood of questions is bounded per process; the person
- * can always answer, and `[D]` denies everything pending from a pid.
+ * can always answer, and `[D]` denies everything pending from a pid and everything it asks later.
  *
  * Wiring (supervisor):
  *
@@ -391,6 +391,8 @@ export class TerminalAsk implements AskBackend {
   #state: BarState | null = null;
   #shownAt = 0;
   #closed = false;
+  /** Pids the person denied everything from with `[D]`: their later questions are denied without asking. */
+  readonly #deniedPids = new Set<number>();
 
   constructor(host: BarHost, opts: TerminalAskOptions) {
     this.#host = host;
@@ -405,6 +407,7 @@ export class TerminalAsk implements AskBackend {
   ask(q: Question, signal: AbortSignal): Promise<Answer> {
     if (this.#closed) return Promise.resolve({ kind: "deny", by: "terminal-closed" });
     if (signal.aborted) return Promise.resolve({ kind: "deny", by: "withdrawn" });
+    if (this.#deniedPids.has(q.pid)) return Promise.resolve({ kind: "deny", by: "terminal" });
     const key = JSON.stringify([q.pid, q.op, q.target]);
     let entry = this.#queue.find((e) => e.key === key);
     if (!entry) {
@@ -509,6 +512,9 @@ export class TerminalAsk implements AskBackend {
       if (r.answer) {
         if (r.denyAllFromPid) {
           const pid = state.question.pid;
+          // For the rest of the session: a loop that asks again after each answer must not hold the person.
+          // (A pid reused by a later process is denied too: the safe direction.)
+          this.#deniedPids.add(pid);
           for (const e of this.#queue.filter((x) => x.question.pid === pid)) this.#settle(e, r.answer, false);
         } else {
           this.#settle(head, r.answer, false);
