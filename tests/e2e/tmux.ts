@@ -71,8 +71,8 @@ export class Tmux {
 
   /**
    * Starts the server and the pane. The script runs with `DIR`, the function `hp` (hallpass), `XDG_CONFIG_HOME=$DIR/xdg`
-   * and `HOME=$DIR/home`, from `$DIR/project`, and records its own exit in `$DIR/pane.rc` (the pane stays,
-   * dead, so the screen can still be read).
+   * and `HOME=$DIR/home`, from `$DIR/project`, and records its own exit in `$DIR/pane.rc` (then sleeps, so the
+   * screen can still be read).
    */
   static async start(o: StartOptions): Promise<Tmux> {
     const ownDir = !o.dir;
@@ -92,6 +92,8 @@ export class Tmux {
       `cd "$DIR/project" || exit 99`,
       o.script,
       `echo $? > "$DIR/pane.rc"`,
+      // Keep the pane alive (a dead pane's screen is redrawn by tmux); close() kills it.
+      "exec sleep 600",
       "",
     ].join("\n");
     await Deno.writeTextFile(`${dir}/pane.sh`, script);

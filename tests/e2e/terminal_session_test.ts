@@ -1,0 +1,152 @@
+/**
+ * The session through a real terminal (tmux): several questions at once, a flood, `kill -TERM` of hallpass
+ * with the bar up, Ctrl-C, Ctrl-Z / fg in an interactive shell, and the command's exit status.
+ */
+import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
+import { haveTmux, pgrep, sleep, Tmux, until } from "./tmux.ts";
+
+const ignore = !haveTmux();
+
+async function pane(o: { script: string; rows?: number }, fn: (t: Tmux) => Promise<void>): Promise<void> {
+  const t = await Tmux.start(o);
+  try {
+    await fn(t);
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\n--- screen ---\n${await t.screen().catch(() => "")}`);
+  } finally {
+    await t.close();
+  }
+}
+
+Deno.test(
+  { name: "two processes asking at once: the bar counts the other; both are answered", ignore },
+  async () => {
+    await pane({
+      script:
+        `hp -- sh -c '(echo a > "$DIR/outside/a"; echo "ra=$?") & (echo b > "$DIR/outside/b"; echo "rb=$?") & wait'`,
+    }, async (t) => {
+      const s = await t.waitFor((x) => x.includes("(+1 more)"), "the count of the other question");
+      const first = Tmux.bar(s)[1];
+      assert(first.endsWith("/outside/a") || first.endsWith("/outside/b"), first);
+      await sleep(400);
+      await t.keys("o");
+      const s2 = await t.waitFor(
+        (x) => Tmux.bar(x).length === 5 && Tmux.bar(x)[1] !== first,
+        "the second question",
+      );
+      assert(!s2.includes("more)"), s2);
+      await sleep(400);
+      await t.keys("o");
+      const done = await t.waitFor((x) => /^ra=0$/m.test(x) && /^rb=0$/m.test(x), "both answered");
+      assert(!done.includes("wants to"), done);
+      assertEquals(await t.waitExit(), 0);
+      assertEquals(await Deno.readTextFile(`${t.dir}/outside/a`), "a\n");
+      assertEquals(await Deno.readTextFile(`${t.dir}/outside/b`), "b\n");
+    });
+  },
+);
+
+Deno.test({
+  name: "a flood of 200 questions: the person can answer, [D] denies that pid, the terminal works",
+  ignore,
+}, async () => {
+  await pane({
+    script:
+      `hp -- sh -c 'i=0; while [ $i -lt 200 ]; do echo x > "$DIR/outside/f$i" 2>/dev/null; i=$((i+1)); done; echo flood-done'; ` +
+      `echo "rc=$?"; printf "type: "; read line; echo "got:$line"`,
+  }, async (t) => {
+    let s = await t.waitBar();
+    assert(Tmux.bar(s)[1].endsWith("/outside/f0"), s);
+    await t.keys("o"); // answered like any other
+    s = await t.waitFor((x) => Tmux.bar(x)[1]?.endsWith("/outside/f1"), "the next question");
+    await sleep(400);
+    await t.keys("D");
+    // [D] denies this and everything that pid asks later: the rest of the loop does not hold the person.
+    s = await t.waitText(/^rc=0$/m, 20_000);
+    assert(!s.includes("wants to"), s);
+    assertEquals(await Deno.readTextFile(`${t.dir}/outside/f0`), "x\n");
+    const written = [...Deno.readDirSync(`${t.dir}/outside`)].map((e) => e.name);
+    assertEquals(written, ["f0"]);
+    await t.waitText(/^type:/m);
+    await t.type("hello");
+    await t.keys("Enter");
+    await t.waitText(/^got:hello$/m);
+    assertEquals(await t.waitExit(), 0);
+  });
+});
+
+Deno.test(
+  { name: "kill -TERM of hallpass with the bar up: terminal restored, the command gone", ignore },
+  async () => {
+    const marker = `hp-term-${Deno.pid}-${Date.now()}`;
+    await pane({
+      script:
+        `hp -- sh -c 'echo x > "$DIR/outside/f"; sleep 30' ${marker}; echo "rc=$?"; stty -a > "$DIR/stty.txt"`,
+    }, async (t) => {
+      await t.waitBar();
+      const pane = await t.panePid();
+      const hp = (await pgrep("main.ts")).filter((p) => {
+        try {
+          return Deno.readTextFileSync(`/proc/${p}/stat`).split(") ")[1].split(" ")[1] === String(pane);
+        } catch {
+          return false;
+        }
+      });
+      assertEquals(hp.length, 1, `hallpass under pane ${pane}: ${hp}`);
+      Deno.kill(hp[0], "SIGTERM");
+      const s = await t.waitText(/^rc=\d+$/m);
+      assert(/^rc=143$/m.test(s), s);
+      const stty = await t.waitFile(`${t.dir}/stty.txt`);
+      assert(/(^|\s)icanon(\s|$)/.test(stty) && /(^|\s)echo(\s|$)/.test(stty), stty);
+      await until(async () => (await pgrep(marker)).length === 0, "the command to be gone", 10_000);
+      assert(
+        !(await Deno.stat(`${t.dir}/outside/f`).then(() => true, () => false)),
+        "the write did not happen",
+      );
+    });
+  },
+);
+
+Deno.test({ name: "Ctrl-C in the program: exit 130", ignore }, async () => {
+  await pane({ script: `hp -- sh -c 'echo ready; sleep 30'; echo "rc=$?"` }, async (t) => {
+    await t.waitText(/^ready$/m);
+    await sleep(200);
+    await t.keys("C-c");
+    await t.waitText(/rc=130$/m); // after the ^C the terminal echoed, as without hallpass
+  });
+});
+
+Deno.test({ name: "the command's exit status is hallpass's", ignore }, async () => {
+  await pane({ script: `hp -- sh -c 'exit 7'; echo "rc=$?"` }, async (t) => {
+    await t.waitText(/^rc=7$/m);
+  });
+});
+
+Deno.test({
+  name: "Ctrl-Z and fg in an interactive sh under hallpass (job control inside the sandbox)",
+  ignore,
+}, async () => {
+  await pane({ script: `PS1='$ ' hp; echo "rc=$?"` }, async (t) => {
+    await t.waitText(/^\$$/m);
+    await t.type("sleep 31");
+    await t.keys("Enter");
+    await sleep(500);
+    await t.keys("C-z");
+    let s = await t.waitText(/Stopped/);
+    await t.type("jobs");
+    await t.keys("Enter");
+    s = await t.waitFor((x) => (x.match(/Stopped/g) ?? []).length >= 2, "jobs to list the stopped job");
+    await t.type("fg");
+    await t.keys("Enter");
+    await sleep(500);
+    await t.keys("C-c");
+    s = await t.waitFor(
+      (x) => /\^C\n\$$/.test(x.trimEnd()),
+      "the prompt back after Ctrl-C in the resumed job",
+    );
+    assert(/^sleep 31$/m.test(s), s); // fg names the job it resumes
+    await t.type("exit 5");
+    await t.keys("Enter");
+    await t.waitText(/^rc=5$/m);
+  });
+});
