@@ -81,7 +81,7 @@ Deno.test(
     const marker = `hp-term-${Deno.pid}-${Date.now()}`;
     await pane({
       script:
-        `hp -- sh -c 'echo x > "$DIR/outside/f"; sleep 30' ${marker}; echo "rc=$?"; stty -a > "$DIR/stty.txt"`,
+        `hp -- sh -c 'echo x > "$DIR/outside/f"; sleep 30' ${marker}; echo "rc=$?"; stty -a > "$DIR/stty.txt" 2>&1`,
     }, async (t) => {
       await t.waitBar();
       const pane = await t.panePid();
@@ -96,7 +96,8 @@ Deno.test(
       Deno.kill(hp[0], "SIGTERM");
       const s = await t.waitText(/^rc=\d+$/m);
       assert(/^rc=143$/m.test(s), s);
-      const stty = await t.waitFile(`${t.dir}/stty.txt`);
+      await t.waitExit(); // then stty.txt is complete
+      const stty = await Deno.readTextFile(`${t.dir}/stty.txt`);
       assert(/(^|\s)icanon(\s|$)/.test(stty) && /(^|\s)echo(\s|$)/.test(stty), stty);
       await until(async () => (await pgrep(marker)).length === 0, "the command to be gone", 10_000);
       assert(
