@@ -364,7 +364,7 @@ Deno.test("racing thread swapping the exec path: measured (docs/exec.md, known l
       r.stderr.slice(0, 500),
     );
     // ... and the swaps it did not see ran ./evil without a question: the known limit docs/exec.md states.
-    // (Measured on a 2-vCPU VM: 9 to 39 of 300.) Writes and connects of ./evil would still be mediated.
+    // (Measured on a 2-vCPU VM: 9 to 73 of 300.) Writes and connects of ./evil would still be mediated.
     assert(evil < 300);
   } finally {
     await s.cleanup();
