@@ -107,6 +107,8 @@ export function suggestScopes(path: string, opts: { home?: string; project?: str
 
 /** Scopes for running `progPath`: the program, then its directory `/**`; the program itself is suggested. */
 export function suggestExecScopes(progPath: string): ScopeChoice {
+  // A program without a path (a memfd, a deleted file: `anon:…`) can only be allowed once.
+  if (!progPath.startsWith("/")) return { scopes: [progPath], suggested: 0 };
   const dir = parentOf(progPath);
   return { scopes: [progPath, formatScope({ kind: "tree", path: dir })], suggested: 0 };
 }

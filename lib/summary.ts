@@ -47,6 +47,9 @@ export class Summary {
     if (d.op === "write") {
       return `--allow-path ${shellQuote(scope)}   or rule: allow write ${scope}`;
     }
+    if (d.op === "exec" && !scope.startsWith("/")) {
+      return "a program without a path (memfd or deleted file): only an answer of once can allow it";
+    }
     if (d.op === "exec") return `--allow-exec ${shellQuote(scope)}   or rule: allow exec ${scope}`;
     return `--allow-connect ${shellQuote(scope)}   or rule: allow connect ${scope}`;
   }

@@ -94,6 +94,15 @@ export function sockaddrTarget(
   return null;
 }
 
+function pathExists(p: string): boolean {
+  try {
+    Deno.lstatSync(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Builds a sockaddr_un for an absolute path (relative paths of the program were made absolute). */
 function unixAddr(path: string): { addr: Uint8Array<ArrayBuffer>; len: number } | null {
   const bytes = new TextEncoder().encode(path);
@@ -194,6 +203,12 @@ export class NetMediator {
       return { kind: "fail", errno: t.error };
     }
     if (t === null || t === "unnamed") return { kind: "decide", op, target: null, display: "" };
+    if (t.family === "unix" && t.path !== undefined && !pathExists(t.path)) {
+      // Nothing listens on a socket that is not there (glibc tries nscd's in every lookup): answered as the
+      // kernel would, without a question.
+      this.release(op);
+      return { kind: "fail", errno: 2 };
+    }
     if (t.family === "unix" && t.path !== undefined && addr) {
       // Our connect resolves relative paths against our cwd: use the absolute one.
       const u = unixAddr(t.path);
