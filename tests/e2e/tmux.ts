@@ -252,6 +252,9 @@ export class Tmux {
     try {
       await this.tmux("kill-server");
     } catch { /* already gone */ }
+    // tmux leaves its socket file behind.
+    const base = Deno.env.get("TMUX_TMPDIR") || "/tmp";
+    await Deno.remove(`${base}/tmux-${Deno.uid()}/${this.socket}`).catch(() => {});
     if (this.#ownDir) await Deno.remove(this.dir, { recursive: true }).catch(() => {});
   }
 }
