@@ -165,7 +165,19 @@ export function parseCommandLine(argv: string[]): Invocation {
     }
     return { kind: "doctor", json: extra[0] === "--json" };
   }
-  if (!explicit && rest[0] === "rules") return { kind: "rules", args: rest.slice(1), opts: o };
+  if (!explicit && rest[0] === "rules") {
+    // Options may also follow the subcommand: `hallpass rules --rules F write /x`.
+    const sub = parseCommandLine(rest.slice(1));
+    if (sub.kind !== "run") throw new UsageError("usage: hallpass rules [OPTIONS] [write|exec|connect TARGET]");
+    const so = sub.opts;
+    o.project ??= so.project;
+    o.allowPaths.push(...so.allowPaths);
+    o.allowExec.push(...so.allowExec);
+    o.allowConnect.push(...so.allowConnect);
+    o.agents.push(...so.agents);
+    o.rulesFiles.push(...so.rulesFiles);
+    return { kind: "rules", args: so.command, opts: o };
+  }
   if (o.askProgram && o.noAsk) throw new UsageError("--ask-program and --no-ask do not go together");
   o.command = rest;
   return { kind: "run", opts: o };

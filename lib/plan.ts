@@ -87,7 +87,7 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
   const floor: Plan["floor"] = [{ kind: "tree", path: project }];
   const cli = (option: string) => ({ kind: "cli" as const, option });
   rules.push({ effect: "allow", op: "write", target: formatScope({ kind: "tree", path: project }), source: cli("--project") });
-  for (const d of [...DEVICES, ...terminalDevices()]) {
+  for (const d of new Set([...DEVICES, ...terminalDevices()])) {
     floor.push({ kind: "exact", path: d });
     rules.push({ effect: "allow", op: "write", target: d, source: { kind: "builtin", what: "terminal and null devices" } });
   }

@@ -5,6 +5,9 @@
 import { visible } from "./ui/sanitize.ts";
 import type { Answer, Question } from "./types.ts";
 
+/** The exit summary lists at most this many kinds of denial. */
+const MAX_LISTED = 20;
+
 interface Denial {
   op: string;
   target: string;
@@ -34,7 +37,12 @@ export class Summary {
   lines(): string[] {
     if (this.#denials.size === 0) return [];
     const out = [`hallpass: ${this.#denials.size} kind(s) of operation were denied; to allow them next time:`];
+    let shown = 0;
     for (const { d, count } of this.#denials.values()) {
+      if (++shown > MAX_LISTED) {
+        out.push(`  … and ${this.#denials.size - MAX_LISTED} more (--log FILE records every decision)`);
+        break;
+      }
       const times = count > 1 ? ` (${count}×)` : "";
       out.push(`  ${d.op} ${visible(d.target)}${times}`);
       out.push(`      ${visible(this.#fix(d))}`);
