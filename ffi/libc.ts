@@ -330,3 +330,36 @@ export async function pollReadable(fd: number): Promise<number> {
     // EINTR and friends: poll again (a bad fd would return POLLNVAL, r > 0).
   }
 }
+
+/**
+ * A reusable poll set: no allocation per wait (the supervisor's loop polls once per notification).
+ * Fds from `writeFrom` on are polled for writing, the others for reading.
+ */
+export class Poller {
+  readonly #buf = new Uint8Array(4096);
+  readonly #dv = new DataView(this.#buf.buffer);
+  #n = 0;
+
+  set(fds: readonly number[], writeFrom = -1): void {
+    this.#n = Math.min(fds.length, 512);
+    for (let i = 0; i < this.#n; i++) {
+      this.#dv.setInt32(i * 8, fds[i], true);
+      this.#dv.setInt16(i * 8 + 4, writeFrom >= 0 && i >= writeFrom ? 4 : 1, true);
+    }
+  }
+
+  /** Waits; returns how many fds are ready (0 on timeout). */
+  wait(timeoutMs: number): number {
+    for (let i = 0; i < this.#n; i++) this.#dv.setInt16(i * 8 + 6, 0, true);
+    for (;;) {
+      const r = Number(libc().poll(this.#buf, BigInt(this.#n), timeoutMs));
+      if (r >= 0) return r;
+      const e = errno();
+      if (e !== 4) throw new SysError("poll", e);
+    }
+  }
+
+  revents(i: number): number {
+    return this.#dv.getInt16(i * 8 + 6, true);
+  }
+}

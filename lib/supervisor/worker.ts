@@ -5,7 +5,7 @@
  * loop once.
  */
 /// <reference lib="deno.worker" />
-import { close, libc, pollFds } from "../../ffi/libc.ts";
+import { close, libc, Poller } from "../../ffi/libc.ts";
 import { NotifyFd } from "../../ffi/notify.ts";
 import { Mediator } from "./mediator.ts";
 import type { SessionConfig, ToMain, ToWorker } from "./session_config.ts";
@@ -40,39 +40,56 @@ async function main(): Promise<void> {
   let listenerOpen = true;
   let stopping = false;
   let lastSweep = Date.now();
+  const poller = new Poller();
+  // The poll set: [listener, wake pipe] (or just [wake pipe] once the listener hung up), then the sockets of
+  // blocking connects in progress (polled for writing). Rebuilt only when that changes.
+  let wakeAt = 1;
+  let connecting: number[] = [];
+  let dirty = true;
   for (;;) {
-    const base = listenerOpen ? [cfg.listenerFd, cfg.wakeFd] : [cfg.wakeFd];
-    const connecting = [...m.net.pending.keys()];
-    const fds = connecting.length ? [...base, ...connecting] : base;
-    const ready = pollFds(fds, m.pendingCount > 0 || connecting.length ? 200 : -1, connecting.length ? base.length : -1);
-    if (ready && connecting.length) {
-      for (let i = base.length; i < fds.length; i++) if (ready[i]) m.net.complete(fds[i]);
+    if (dirty || m.net.pending.size !== connecting.length) {
+      connecting = [...m.net.pending.keys()];
+      const base = listenerOpen ? [cfg.listenerFd, cfg.wakeFd] : [cfg.wakeFd];
+      wakeAt = base.length - 1;
+      poller.set([...base, ...connecting], connecting.length ? base.length : -1);
+      dirty = false;
     }
-    if (ready && ready[base.length - 1]) {
-      const got = Number(libc().read(cfg.wakeFd, drain, 128n));
-      if (got > 0) announced += got;
-      // Let the announced messages be delivered (the main thread posts before it writes the pipe).
-      for (let i = 0; i < 1000 && received < announced; i++) await new Promise((r) => setTimeout(r, 0));
-      while (inbox.length) {
-        const msg = inbox.shift()!;
-        if (msg.t === "answer") m.answer(msg.qid, msg.answer);
-        else if (msg.t === "stop") stopping = true;
+    const busy = m.pendingCount > 0 || connecting.length > 0;
+    const ready = poller.wait(busy ? 200 : -1);
+    if (ready > 0) {
+      for (let i = 0; i < connecting.length; i++) {
+        if (poller.revents(wakeAt + 1 + i)) m.net.complete(connecting[i]);
       }
-      if (stopping) break;
-    }
-    if (listenerOpen && ready && ready[0]) {
-      if (ready[0] & 1 /* POLLIN */) {
-        const n = nfd.recv();
-        if (n) m.handle(n);
-      } else if (ready[0] & (0x10 | 0x08) /* POLLHUP | POLLERR */) {
-        listenerOpen = false; // every sandboxed process is gone
+      if (poller.revents(wakeAt)) {
+        const got = Number(libc().read(cfg.wakeFd, drain, 128n));
+        if (got > 0) announced += got;
+        // Let the announced messages be delivered (the main thread posts before it writes the pipe).
+        for (let i = 0; i < 1000 && received < announced; i++) await new Promise((r) => setTimeout(r, 0));
+        while (inbox.length) {
+          const msg = inbox.shift()!;
+          if (msg.t === "answer") m.answer(msg.qid, msg.answer);
+          else if (msg.t === "stop") stopping = true;
+        }
+        if (stopping) break;
+      }
+      if (listenerOpen) {
+        const ev = poller.revents(0);
+        if (ev & 1 /* POLLIN */) {
+          const n = nfd.recv();
+          if (n) m.handle(n);
+        } else if (ev & (0x10 | 0x08) /* POLLHUP | POLLERR */) {
+          listenerOpen = false; // every sandboxed process is gone
+          dirty = true;
+        }
       }
     }
-    const now = Date.now();
-    if ((m.pendingCount > 0 || connecting.length) && now - lastSweep > 200) {
-      m.withdrawDead();
-      m.net.sweep();
-      lastSweep = now;
+    if (busy) {
+      const now = Date.now();
+      if (now - lastSweep > 200) {
+        m.withdrawDead();
+        m.net.sweep();
+        lastSweep = now;
+      }
     }
   }
   m.close();
