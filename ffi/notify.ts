@@ -186,6 +186,32 @@ export class NotifyFd {
     return all;
   }
 
+  /**
+   * Reads a NUL-terminated path (< 4096 bytes) and decodes it as UTF-8 without copying: the string, or
+   * -EFAULT (unreadable), -ENAMETOOLONG (no NUL within PATH_MAX), -EILSEQ (not UTF-8).
+   */
+  readPath(tid: number, addr: bigint): string | number {
+    if (addr === 0n) return -14;
+    // Fast path: the whole string within the rest of the first page.
+    const toPage = 4096 - Number(addr & 4095n);
+    const n = this.#readInto(tid, addr, toPage);
+    if (n <= 0) return -14;
+    let nul = this.#mem.subarray(0, n).indexOf(0);
+    if (nul < 0) {
+      // Crosses into the next page: read up to PATH_MAX from the start (it is mapped, so is the next page
+      // as far as the string goes).
+      const m = this.#readInto(tid, addr, 4096);
+      if (m <= 0) return -14;
+      nul = this.#mem.subarray(0, m).indexOf(0);
+      if (nul < 0) {
+        const slow = this.readCString(tid, addr, 4096);
+        if (slow === null) return m >= 4096 ? -36 : -14;
+        return decodePath(slow);
+      }
+    }
+    return decodePath(this.#mem.subarray(0, nul));
+  }
+
   /** Reads `len` bytes (≤ 8192) from the thread's memory; null when unreadable. */
   readBytes(tid: number, addr: bigint, len: number): Uint8Array | null {
     if (len > this.#mem.length) return null;
@@ -198,6 +224,15 @@ export class NotifyFd {
     this.#rrv.setBigUint64(0, addr, true);
     this.#rrv.setBigUint64(8, BigInt(len), true);
     return sys(SYS.process_vm_readv, tid, ptrOf(this.#liov), 1, ptrOf(this.#riov), 1, 0);
+  }
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+function decodePath(b: Uint8Array): string | number {
+  try {
+    return utf8.decode(b);
+  } catch {
+    return -84; // EILSEQ
   }
 }
 

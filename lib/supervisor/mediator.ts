@@ -195,13 +195,9 @@ export class Mediator {
   // ---------------------------------------------------------------- write
 
   #readPath(n: Notification, arg: number): string | number {
-    const bytes = this.#nfd.readCString(n.tid, n.args[arg]);
-    if (bytes === null) return n.args[arg] === 0n ? -EFAULT : -ENAMETOOLONG;
-    try {
-      return dec.decode(bytes);
-    } catch {
-      return -EACCES; // not UTF-8: decided only inside the floor (see docs/guarantees.md)
-    }
+    const p = this.#nfd.readPath(n.tid, n.args[arg]);
+    // not UTF-8: decided only inside the floor (see docs/guarantees.md)
+    return p === -84 ? -EACCES : p;
   }
 
   #target(
