@@ -6,7 +6,7 @@
 import type { CliOptions } from "./cli.ts";
 import { parsePathScope } from "./path_scope.ts";
 import { parseRules, parseRuleTarget } from "./rules_file.ts";
-import { lookupInPath } from "./supervisor/mediator.ts";
+import { lookupInPath } from "./path_lookup.ts";
 import { type Rule, UsageError } from "./types.ts";
 import { FS, type LandlockRuleset, NET, SCOPE } from "../ffi/landlock.ts";
 import { formatScope } from "./path_scope.ts";

@@ -5,7 +5,7 @@
 import type { CliOptions } from "./cli.ts";
 import { makePlan } from "./plan.ts";
 import { formatSource, Policy } from "./policy.ts";
-import { lookupInPath } from "./supervisor/mediator.ts";
+import { lookupInPath } from "./path_lookup.ts";
 import { normalizePath } from "./path_scope.ts";
 import { formatRule } from "./rules_file.ts";
 import { UsageError } from "./types.ts";

@@ -24,6 +24,7 @@ import { suggestExecScopes, suggestScopes } from "../suggest_scope.ts";
 import { decodeRequestBytes, MAGIC_PREFIX } from "../request_protocol.ts";
 import type { Answer, Op, PathScope, Question, Rule } from "../types.ts";
 import { baseDir, type Resolved, resolvePath } from "./resolve.ts";
+import { lookupInPath } from "../path_lookup.ts";
 import type { SessionConfig, ToMain } from "./session_config.ts";
 import {
   AT_EMPTY_PATH,
@@ -282,7 +283,16 @@ export class Mediator {
         const who = this.#log ? this.#who(n.tid) : null;
         this.#nfd.continue(n.id);
         this.stats.continued++;
-        if (who) this.#logLine({ ...who, op: "write", syscall: c.name, target: targets[0].path, decision: "allow", by: "rule" });
+        if (who) {
+          this.#logLine({
+            ...who,
+            op: "write",
+            syscall: c.name,
+            target: targets[0].path,
+            decision: "allow",
+            by: "rule",
+          });
+        }
         return;
       }
     }
@@ -371,7 +381,8 @@ export class Mediator {
     const { n, call } = p;
     // With --log, name the process before answering: once answered, it may exit at once.
     const who = this.#log ? this.#who(n.tid) : null;
-    const log = (rec: Record<string, unknown>) => who && this.#logLine({ ...who, ...rec, decision: "allow", by });
+    const log = (rec: Record<string, unknown>) =>
+      who && this.#logLine({ ...who, ...rec, decision: "allow", by });
     const target = p.targets.map((t) => t.path).join(" → ");
     if (p.net) {
       const r = this.net.perform(n, p.net);
@@ -1046,21 +1057,6 @@ function openParent(path: string): { dirfd: number; name: string } {
   const name = path.slice(i + 1);
   if (name === "" || name === "." || name === "..") return { dirfd: -EACCES, name };
   return { dirfd: openDirNoSymlinks(dir), name };
-}
-
-export function lookupInPath(prog: string, pathEnv: string): string | null {
-  if (prog.includes("/")) return prog;
-  for (const dir of pathEnv.split(":")) {
-    if (!dir) continue;
-    const p = `${dir}/${prog}`;
-    try {
-      const st = Deno.statSync(p);
-      if (st.isFile && (st.mode ?? 0) & 0o111) return p;
-    } catch {
-      // not here
-    }
-  }
-  return null;
 }
 
 export { decodeRequestBytes, O_RDWR, O_TRUNC };
