@@ -54,7 +54,8 @@ export const RECIPES: Recipe[] = [
       "~/.claude.json.lock", // a lock directory, made and removed around each write of .claude.json
       "~/.claude.json.backup",
       "/tmp/claude-{uid}/**", // per-user scratch
-      "/tmp/cc-socks/**", // a directory it makes at start (shared by all users)
+      "/tmp/cc-socks-{uid}/**", // a directory it makes at start (measured as an ordinary user)
+      "/tmp/cc-socks/**", // the same, measured as root
     ],
     exec: ["{package}/**", "~/.local/share/claude/versions/**"],
   },
