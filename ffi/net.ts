@@ -6,6 +6,7 @@ import { errno } from "./libc.ts";
 
 const SYMBOLS = {
   connect: { parameters: ["i32", "buffer", "u32"], result: "i32" }, // int connect(int, const struct sockaddr *, socklen_t)
+  bind: { parameters: ["i32", "buffer", "u32"], result: "i32" }, // int bind(int, const struct sockaddr *, socklen_t)
   sendto: { parameters: ["i32", "buffer", "usize", "i32", "buffer", "u32"], result: "isize" },
   sendmsg: { parameters: ["i32", "buffer", "i32"], result: "isize" },
   getsockopt: { parameters: ["i32", "i32", "i32", "buffer", "buffer"], result: "i32" },
@@ -46,6 +47,10 @@ export function peerAddress(fd: number): Uint8Array | null {
   new DataView(len.buffer).setUint32(0, 128, true);
   if (r(net().getpeername(fd, a, len)) < 0) return null;
   return a.slice(0, new DataView(len.buffer).getUint32(0, true));
+}
+
+export function bindFd(fd: number, addr: Uint8Array<ArrayBuffer>, len: number): number {
+  return r(net().bind(fd, addr, len));
 }
 
 export function connectFd(fd: number, addr: Uint8Array<ArrayBuffer>, len: number): number {

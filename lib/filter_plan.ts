@@ -50,6 +50,9 @@ export function filterPlan(opts: FilterOptions): FilterEntry[] {
     plan.push({ syscall: sys(c.name), action: NOTIFY, why: `write: ${c.name}` });
   }
 
+  // bind of a unix socket creates a file: a write (Landlock would refuse it outside the floor, unasked).
+  plan.push({ syscall: "bind", action: NOTIFY, why: "write: bind creates a unix socket's file" });
+
   // exec is always trapped: hallpass-request's magic path must be answered even when exec is not mediated.
   plan.push({ syscall: "execve", action: NOTIFY, why: "exec: program runs and hallpass-request" });
   plan.push({ syscall: "execveat", action: NOTIFY, why: "exec: program runs by fd" });

@@ -104,7 +104,7 @@ function pathExists(p: string): boolean {
 }
 
 /** Builds a sockaddr_un for an absolute path (relative paths of the program were made absolute). */
-function unixAddr(path: string): { addr: Uint8Array<ArrayBuffer>; len: number } | null {
+export function unixAddr(path: string): { addr: Uint8Array<ArrayBuffer>; len: number } | null {
   const bytes = new TextEncoder().encode(path);
   if (bytes.length > 107) return null;
   const a = new Uint8Array(128);

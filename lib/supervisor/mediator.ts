@@ -36,7 +36,8 @@ import {
   type WriteCall,
 } from "./../syscall_table.ts";
 import { ProcInfo } from "./proc_info.ts";
-import { type NetKind, NetMediator, type NetOp } from "./connect.ts";
+import { type NetKind, NetMediator, type NetOp, unixAddr } from "./connect.ts";
+import { bindFd } from "../../ffi/net.ts";
 import { type ConnectTarget, formatTarget, suggestDestScopes } from "../connect_dest.ts";
 import { RequestHandler } from "./requests.ts";
 
@@ -72,6 +73,8 @@ interface Pending {
   exec?: boolean;
   /** For exec: execveat rather than execve. */
   execAt?: boolean;
+  /** For bind of a unix socket path: the program's socket fd. */
+  bindFd?: number;
   /** For connect: the operation, copied into our memory, and the destination as a rule would name it. */
   net?: NetOp;
   suggest?: string;
@@ -95,7 +98,7 @@ export class Mediator {
   readonly policy: Policy;
   readonly #floor: PathScope[];
   #taintedFloor: PathScope[] = [];
-  readonly #byNr = new Map<number, WriteCall | "execve" | "execveat" | NetKind>();
+  readonly #byNr = new Map<number, WriteCall | "execve" | "execveat" | "bind" | NetKind>();
   readonly net: NetMediator;
   readonly #pending = new Map<number, Pending>();
   #nextQid = 1;
@@ -122,7 +125,7 @@ export class Mediator {
       const nr = NEW_SYSCALL_NUMBERS[c.name] ?? resolveSyscall(c.name);
       if (nr >= 0) this.#byNr.set(nr, c);
     }
-    for (const name of ["execve", "execveat", "connect", "sendto", "sendmsg", "sendmmsg"] as const) {
+    for (const name of ["execve", "execveat", "connect", "sendto", "sendmsg", "sendmmsg", "bind"] as const) {
       const nr = resolveSyscall(name);
       if (nr >= 0) this.#byNr.set(nr, name);
     }
@@ -176,6 +179,7 @@ export class Mediator {
     try {
       if (h === undefined) this.#deny(n, "unknown", `syscall ${n.nr}`, "write", "filter");
       else if (h === "execve" || h === "execveat") this.#exec(n, h === "execveat");
+      else if (h === "bind") this.#bind(n);
       else if (typeof h === "string") this.#connect(n, h);
       else this.#write(n, h);
     } catch (e) {
@@ -384,6 +388,14 @@ export class Mediator {
     const log = (rec: Record<string, unknown>) =>
       who && this.#logLine({ ...who, ...rec, decision: "allow", by });
     const target = p.targets.map((t) => t.path).join(" → ");
+    if (p.bindFd !== undefined) {
+      const r = this.#emulateBind(p);
+      this.stats.emulated++;
+      if (r >= 0) this.#nfd.succeed(n.id, 0);
+      else this.#nfd.fail(n.id, -r);
+      log({ op: "write", syscall: "bind", target, emulated: true, result: r });
+      return;
+    }
     if (p.net) {
       const r = this.net.perform(n, p.net);
       this.stats.emulated++;
@@ -502,6 +514,7 @@ export class Mediator {
   /** --no-ask: what would ask is denied here, without a round trip to the main thread. */
   #denyUnasked(p: Pending, syscall: string): void {
     fs.close(p.fdCopy);
+    if (p.bindFd !== undefined) fs.close(p.bindFd);
     if (p.net) this.net.release(p.net);
     this.#deny(p.n, syscall, p.targets.map((t) => t.path).join(" → "), p.op, "no-ask", p.suggest);
   }
@@ -514,6 +527,8 @@ export class Mediator {
     this.#pending.delete(qid);
     if (!this.#nfd.idValid(p.n.id)) {
       fs.close(p.fdCopy);
+      if (p.bindFd !== undefined) fs.close(p.bindFd);
+      if (p.net) this.net.release(p.net);
       return;
     }
     const now = Date.now();
@@ -535,6 +550,7 @@ export class Mediator {
     }
     if (a.kind === "deny" || a.kind === "never") {
       fs.close(p.fdCopy);
+      if (p.bindFd !== undefined) fs.close(p.bindFd);
       if (p.net) this.net.release(p.net);
       const shown = p.targets.map((t) => t.path).join(" → ");
       return this.#deny(p.n, p.call?.name ?? p.net?.kind ?? "execve", shown, p.op, a.by, p.suggest);
@@ -555,6 +571,7 @@ export class Mediator {
     for (const [qid, p] of this.#pending) {
       if (!this.#nfd.idValid(p.n.id)) {
         fs.close(p.fdCopy);
+        if (p.bindFd !== undefined) fs.close(p.bindFd);
         if (p.net) this.net.release(p.net);
         this.#pending.delete(qid);
         this.#post({ t: "withdraw", qid });
@@ -772,6 +789,77 @@ export class Mediator {
   }
 
   // ---------------------------------------------------------------- connect
+
+  /**
+   * bind(2) of a unix socket to a path creates a file there: decided as a write. Inside the floor it continues
+   * (Landlock's MAKE_SOCK re-checks); elsewhere, when allowed, the supervisor binds a copy of the program's
+   * socket through its own verified directory fd. Other families and abstract names are not file writes.
+   */
+  #bind(n: Notification): void {
+    const len = Number(n.args[2] & 0xffffffffn);
+    const a = len >= 3 && len <= 110 ? this.#nfd.readBytes(n.tid, n.args[1], len) : null;
+    const family = a ? a[0] | (a[1] << 8) : -1;
+    if (!a || family !== 1 /* AF_UNIX */ || a[2] === 0 /* abstract */) {
+      this.#nfd.continue(n.id);
+      this.stats.continued++;
+      return;
+    }
+    const raw = a.subarray(2, len);
+    const end = raw.indexOf(0);
+    let path: string;
+    try {
+      path = dec.decode(end >= 0 ? raw.subarray(0, end) : raw);
+    } catch {
+      return this.#deny(n, "bind", "(a socket path that is not UTF-8)", "write", "rule");
+    }
+    let base = "/";
+    if (!path.startsWith("/")) {
+      const b = baseDir(n.tid, -100);
+      if (b.kind !== "path") return this.#fail(n, b.kind === "error" ? b.errno : EACCES);
+      base = b.path;
+    }
+    const r = resolvePath(path, base, false, n.tid, n.tid);
+    if (r.kind !== "path") return this.#fail(n, r.kind === "error" ? r.errno : EACCES);
+    const target: Target = { path: r.path, anon: false };
+    const v = this.#verdict(target);
+    if (v === "floor") {
+      this.#nfd.continue(n.id);
+      this.stats.continued++;
+      return;
+    }
+    if (v === "deny") return this.#deny(n, "bind", r.path, "write", "rule");
+    if (this.#exists(r.path)) return this.#fail(n, 98); // EADDRINUSE, as the kernel would say
+    const fd = getRemoteFd(this.proc.tgid(n.tid), Number(BigInt.asIntN(32, n.args[0])));
+    if (fd < 0) return this.#fail(n, -fd);
+    const p: Pending = { n, op: "write", call: null, targets: [target], fdCopy: -1, bindFd: fd, qid: 0 };
+    if (v === "allow") return this.#allow(p, false, "rule");
+    this.#ask(p, r.path, "bind");
+  }
+
+  #emulateBind(p: Pending): number {
+    const fd = p.bindFd!;
+    try {
+      const t = p.targets[0].path;
+      const i = t.lastIndexOf("/");
+      const dirfd = openDirNoSymlinks(i <= 0 ? "/" : t.slice(0, i));
+      if (dirfd < 0) return dirfd;
+      try {
+        // Through our verified directory fd: no symlink in the directory part can redirect the bind.
+        const name = `/proc/self/fd/${dirfd}/${t.slice(i + 1)}`;
+        const addr = unixAddr(name);
+        if (!addr) return -ENAMETOOLONG;
+        const r = bindFd(fd, addr.addr, addr.len);
+        if (r < 0) return r;
+        // We run with umask 0: give the socket the mode the program's umask would have.
+        fs.fchmodatNoFollow(dirfd, cstr(t.slice(i + 1)), 0o777 & ~this.proc.umask(p.n.tid));
+        return 0;
+      } finally {
+        fs.close(dirfd);
+      }
+    } finally {
+      fs.close(fd);
+    }
+  }
 
   #connect(n: Notification, kind: NetKind): void {
     if (!this.#cfg.mediate.connect) {
