@@ -197,7 +197,9 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     summary,
     warn,
     rulesFile: plan.userRulesFile,
-    printDenials: !pty,
+    // One line per denial (SPEC §7) without a person; not over a program that owns the terminal while an ask
+    // program answers (the summary at exit still lists them).
+    printDenials: !pty && (backend instanceof NoAsk || !Deno.stderr.isTerminal()),
     onFatal: (message) => {
       warn(`hallpass: supervisor failed: ${message}; stopping the sandbox`);
       forward("SIGKILL");
