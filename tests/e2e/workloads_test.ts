@@ -103,7 +103,9 @@ const WORKLOADS: Workload[] = [
       args: (b) => ["--allow-exec", `${b}/project/work/.git/hooks/pre-commit`],
       env: () => ({}),
     },
-    ignore: /(^|\/)\.git\/(index|FETCH_HEAD|ORIG_HEAD)$|\.git\/logs\//,
+    // Objects are content-addressed (the log compared above names them); whether git hard-links or copies
+    // them from the origin (outside the project) changes only their link count and mode.
+    ignore: /(^|\/)\.git\/(index|FETCH_HEAD|ORIG_HEAD)$|\.git\/logs\/|\.git\/objects\//,
   },
   {
     name: "npm install and npx from a local cache (--offline)",
