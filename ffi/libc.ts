@@ -16,6 +16,8 @@ const SYMBOLS = {
   read_nb: { name: "read", parameters: ["i32", "buffer", "usize"], result: "isize", nonblocking: true },
   write: { parameters: ["i32", "buffer", "usize"], result: "isize" }, // ssize_t write(int, const void *, size_t)
   poll: { parameters: ["buffer", "u64", "i32"], result: "i32" }, // int poll(struct pollfd *, nfds_t, int)
+  // ssize_t process_vm_readv(pid_t, const struct iovec *local, unsigned long, const struct iovec *remote, unsigned long, unsigned long)
+  process_vm_readv: { parameters: ["i32", "buffer", "u64", "buffer", "u64", "u64"], result: "isize" },
   poll_nb: { name: "poll", parameters: ["buffer", "u64", "i32"], result: "i32", nonblocking: true },
   socketpair: { parameters: ["i32", "i32", "i32", "buffer"], result: "i32" }, // int socketpair(int, int, int, int[2])
   sendmsg: { parameters: ["i32", "buffer", "i32"], result: "isize" }, // ssize_t sendmsg(int, const struct msghdr *, int)

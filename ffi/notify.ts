@@ -64,6 +64,7 @@ export class NotifyFd {
   readonly #liov = new Uint8Array(128);
   readonly #riov = new Uint8Array(128);
   readonly #rrv = new DataView(this.#riov.buffer);
+  readonly #lv = new DataView(this.#liov.buffer);
 
   constructor(fd: number) {
     this.#fd = fd;
@@ -192,9 +193,9 @@ export class NotifyFd {
    */
   readPath(tid: number, addr: bigint): string | number {
     if (addr === 0n) return -14;
-    // Fast path: the whole string within the rest of the first page.
+    // Fast path: most paths are short; read 256 bytes or to the end of the page, whichever is less.
     const toPage = 4096 - Number(addr & 4095n);
-    const n = this.#readInto(tid, addr, toPage);
+    const n = this.#readInto(tid, addr, toPage < 256 ? toPage : 256);
     if (n <= 0) return -14;
     let nul = this.#mem.subarray(0, n).indexOf(0);
     if (nul < 0) {
@@ -220,11 +221,13 @@ export class NotifyFd {
   }
 
   #readInto(tid: number, addr: bigint, len: number): number {
-    new DataView(this.#liov.buffer).setBigUint64(8, BigInt(len), true);
+    this.#lv.setBigUint64(8, BigInt(len), true);
     this.#rrv.setBigUint64(0, addr, true);
     this.#rrv.setBigUint64(8, BigInt(len), true);
-    return sys(SYS.process_vm_readv, tid, ptrOf(this.#liov), 1, ptrOf(this.#riov), 1, 0);
+    const r = Number(libc().process_vm_readv(tid, this.#liov, 1n, this.#riov, 1n, 0n));
+    return r < 0 ? -errno() : r;
   }
+
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
