@@ -20,7 +20,15 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     case "agents": {
       const { RECIPES } = await import("./lib/agents.ts");
-      for (const r of RECIPES) console.log(`${r.name.padEnd(10)} ${r.description}: ${r.write.join(" ")}`);
+      const uid = String(Deno.uid() ?? 0);
+      for (const r of RECIPES) {
+        console.log(`${r.name.padEnd(10)} ${r.description}`);
+        for (const w of r.write) console.log(`             allow write ${w.replaceAll("{uid}", uid)}`);
+        for (const x of r.exec) {
+          console.log(`             allow exec ${x.replaceAll("{uid}", uid).replace("{package}", `(the ${r.package ?? r.program} package)`)}`);
+        }
+      }
+      console.log("(--agent NAME adds these rules; the same lines in ~/.config/hallpass/rules work too)");
       return 0;
     }
     case "doctor": {
