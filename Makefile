@@ -54,7 +54,7 @@ hallpass-request: helper/hallpass-request/hallpass-request.c
 # download server), otherwise a script that runs the same code with `deno run`.
 hallpass: build/hallpass-launcher $(DENO) main.ts $(wildcard lib/*.ts lib/*/*.ts ffi/*.ts) deno.json
 	@$(DENO) install --quiet --entrypoint main.ts >/dev/null 2>&1 || $(DENO) cache --quiet main.ts
-	@if timeout 120 $(DENO) compile --quiet --allow-all --include build/hallpass-launcher -o build/hallpass-compiled main.ts >build/compile.log 2>&1 \
+	@if timeout 120 $(DENO) compile --quiet --allow-all --include build/hallpass-launcher --include lib/supervisor/worker.ts -o build/hallpass-compiled main.ts >build/compile.log 2>&1 \
 	    && ! build/hallpass-compiled --version 2>&1 | grep -q '^deno '; then \
 	  cp build/hallpass-compiled hallpass; echo "make: ./hallpass is the compiled binary (deno compile)"; \
 	else \

@@ -27,6 +27,7 @@ const SYMBOLS = {
   openat: { parameters: ["i32", "buffer", "i32", "u32"], result: "i32" }, // int openat(int, const char *, int, mode_t)
   umask: { parameters: ["u32"], result: "u32" },
   getpid: { parameters: [], result: "i32" },
+  access: { parameters: ["buffer", "i32"], result: "i32" }, // int access(const char *, int)
   pipe2: { parameters: ["buffer", "i32"], result: "i32" }, // int pipe2(int fds[2], int flags)
 } as const satisfies Deno.ForeignLibraryInterface;
 
@@ -364,4 +365,9 @@ export class Poller {
   revents(i: number): number {
     return this.#dv.getInt16(i * 8 + 6, true);
   }
+}
+
+/** access(path, X_OK) on the real file system (not a compiled binary's embedded one). */
+export function executableOnDisk(path: string): boolean {
+  return libc().access(cstr(path), 1 /* X_OK */) === 0;
 }

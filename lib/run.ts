@@ -5,6 +5,7 @@
  */
 import {
   close,
+  executableOnDisk,
   pollFds,
   readAsync,
   recvWithFds,
@@ -40,7 +41,9 @@ const EACCES = 13;
 /** Where the launcher binary is: beside the sources, or unpacked from the compiled binary to a cache. */
 export function launcherPath(): string {
   const p = decodeURIComponent(new URL("../build/hallpass-launcher", import.meta.url).pathname);
-  if (!import.meta.url.includes("/deno-compile-")) return p;
+  // Asked of the real file system (FFI, not Deno's API): in a compiled binary the path exists only in the
+  // embedded one, and the kernel cannot execute it from there.
+  if (executableOnDisk(p)) return p;
   const bytes = Deno.readFileSync(p);
   const home = Deno.env.get("HOME") ?? "/tmp";
   const cache = `${Deno.env.get("XDG_CACHE_HOME") || home + "/.cache"}/hallpass`;
