@@ -11,7 +11,10 @@ DENO         := $(TOOLS)/node_modules/deno/deno
 PREFIX       ?= $(HOME)/.local
 MUSL_CC      ?= musl-gcc
 CFLAGS_STATIC := -static -Os -Wall -Wextra -Werror -D_GNU_SOURCE -fno-strict-aliasing
-APT_PKGS     := musl-tools libseccomp2 tmux gcc make python3 git
+# What the build and the tests use (the tests run real programs: shells, compilers, editors, network tools).
+APT_PKGS     := musl-tools libseccomp2 tmux gcc make python3 git strace less vim curl netcat-openbsd \
+                bsdutils util-linux tar procps
+BENCH_PKGS   := time bubblewrap
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps deno run test bench install clean check fmt hallpass-request
@@ -69,6 +72,7 @@ test: all
 	@bash tests/run_all.sh
 
 bench: all
+	@$(MAKE) --no-print-directory deps APT_PKGS="$(BENCH_PKGS)"
 	@bash bench/run.sh
 
 check: deno
