@@ -239,13 +239,37 @@ function decodePath(b: Uint8Array): string | number {
   }
 }
 
+/**
+ * pidfds of sandboxed processes, kept while they live: a pidfd names one process, so a stale one (the process
+ * died, its pid was reused) fails with ESRCH and is replaced. Bounded; one cache per thread (the Worker's).
+ */
+const pidfds = new Map<number, number>();
+
+function pidfdOf(pid: number, fresh: boolean): number {
+  let fd = pidfds.get(pid);
+  if (fd !== undefined && !fresh) return fd;
+  if (fd !== undefined) {
+    libc().close(fd);
+    pidfds.delete(pid);
+  }
+  if (pidfds.size >= 1024) {
+    for (const f of pidfds.values()) libc().close(f);
+    pidfds.clear();
+  }
+  fd = sys(SYS.pidfd_open, pid, 0);
+  if (fd >= 0) pidfds.set(pid, fd);
+  return fd;
+}
+
 /** pidfd_open + pidfd_getfd: a copy of another process's fd. Returns the new fd or -errno. */
 export function getRemoteFd(pid: number, fd: number): number {
-  const pidfd = sys(SYS.pidfd_open, pid, 0);
-  if (pidfd < 0) return pidfd;
-  const r = sys(SYS.pidfd_getfd, pidfd, fd, 0);
-  libc().close(pidfd);
-  return r;
+  for (const fresh of [false, true]) {
+    const pidfd = pidfdOf(pid, fresh);
+    if (pidfd < 0) return pidfd;
+    const r = sys(SYS.pidfd_getfd, pidfd, fd, 0);
+    if (r !== -3 /* ESRCH: that process is gone; a new one may have its pid */) return r;
+  }
+  return -3;
 }
 
 export const RESOLVE = {

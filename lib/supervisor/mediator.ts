@@ -14,7 +14,7 @@
  *     checked (ID_VALID) after reading the thread's memory and before acting.
  * The Worker never waits for a person: questions go to the main thread and are answered later by id.
  */
-import { cstr } from "../../ffi/libc.ts";
+import { cstr, readlink } from "../../ffi/libc.ts";
 import { getRemoteFd, type Notification, type NotifyFd, openat2, RESOLVE } from "../../ffi/notify.ts";
 import { fs, openDirNoSymlinks } from "../../ffi/fsops.ts";
 import { resolveSyscall } from "../../ffi/seccomp.ts";
@@ -244,7 +244,13 @@ export class Mediator {
       const tgid = this.proc.tgid(n.tid);
       fdCopy = getRemoteFd(tgid, Number(BigInt.asIntN(32, a[fdArg])));
       if (fdCopy < 0) return this.#fail(n, -fdCopy);
-      const r = resolvePath(`/proc/self/fd/${fdCopy}`, "/", true, Deno.pid, Deno.pid);
+      // What our copy of the fd is: the kernel's path for it is already canonical.
+      const link = readlink(`/proc/self/fd/${fdCopy}`);
+      const r: Resolved = typeof link === "number"
+        ? { kind: "error", errno: -link }
+        : link.startsWith("/") // a deleted file keeps its old path + " (deleted)": decided on that (it asks)
+        ? { kind: "path", path: link }
+        : { kind: "anon", what: link }; // pipe:[…], socket:[…], anon_inode:…: no file system object
       if (r.kind === "error") {
         fs.close(fdCopy);
         return this.#fail(n, r.errno);
