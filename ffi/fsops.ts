@@ -86,3 +86,29 @@ export const fs = {
 function ptr(b: Uint8Array<ArrayBuffer>): bigint {
   return BigInt(Deno.UnsafePointer.value(Deno.UnsafePointer.of(b)));
 }
+
+const head = new Uint8Array(256);
+
+/** The first bytes of a file (for `#!`), or null when it cannot be read. */
+export function readHead(path: string): Uint8Array | null {
+  const fd = result(libc().openat(AT_FDCWD, cstr(path), O.RDONLY | O.CLOEXEC | O.NONBLOCK, 0));
+  if (fd < 0) return null;
+  try {
+    const n = result(libc().read(fd, head, 256n));
+    return n > 0 ? head.subarray(0, n) : null;
+  } finally {
+    libc().close(fd);
+  }
+}
+
+/** access(path, X_OK): 0 or -errno. */
+export function accessExec(path: string): number {
+  return result(libc().access(cstr(path), 1));
+}
+
+/** Whether path is a directory (O_DIRECTORY open succeeds). */
+export function isDirectory(path: string): boolean {
+  const fd = result(libc().openat(AT_FDCWD, cstr(path), O.PATH | O.DIRECTORY | O.CLOEXEC, 0));
+  if (fd >= 0) libc().close(fd);
+  return fd >= 0;
+}

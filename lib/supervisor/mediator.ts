@@ -16,7 +16,7 @@
  */
 import { cstr, readlink } from "../../ffi/libc.ts";
 import { getRemoteFd, type Notification, type NotifyFd, openat2, RESOLVE } from "../../ffi/notify.ts";
-import { fs, openDirNoSymlinks } from "../../ffi/fsops.ts";
+import { accessExec, fs, isDirectory, openDirNoSymlinks, readHead } from "../../ffi/fsops.ts";
 import { resolveSyscall } from "../../ffi/seccomp.ts";
 import { Policy } from "../policy.ts";
 import { scopeCovers } from "../path_scope.ts";
@@ -969,7 +969,7 @@ export class Mediator {
     // file the kernel will run, else the program is anonymous (asks; no rule can name it).
     const viaProc = at && path === "" && (flags & AT_EMPTY_PATH)
       ? `/proc/${n.tid}/fd/${Number(BigInt.asIntN(32, a[0]))}`
-      : procPath(path, n.tid, this.proc.tgid(n.tid), at ? Number(BigInt.asIntN(32, a[0])) : -100);
+      : procPath(path, n.tid, () => this.proc.tgid(n.tid), at ? Number(BigInt.asIntN(32, a[0])) : -100);
     if (viaProc !== null && r.kind === "path" && !sameFile(viaProc, r.path)) {
       let what = r.path;
       try {
@@ -1069,40 +1069,27 @@ export class Mediator {
  * The path an exec names, as a path under /proc this process can open, when it goes through /proc (where
  * /proc/self would mean us); null when it does not.
  */
-function procPath(path: string, tid: number, tgid: number, dirfd: number): string | null {
+function procPath(path: string, tid: number, tgid: () => number, dirfd: number): string | null {
   if (!path.startsWith("/")) {
-    let base: string;
-    try {
-      base = Deno.readLinkSync(dirfd === -100 ? `/proc/${tid}/cwd` : `/proc/${tid}/fd/${dirfd}`);
-    } catch {
-      return null;
-    }
-    if (base !== "/proc" && !base.startsWith("/proc/")) return null;
-    path = `${base}/${path}`;
+    const b = baseDir(tid, dirfd);
+    if (b.kind !== "path") return null;
+    if (b.path !== "/proc" && !b.path.startsWith("/proc/")) return null;
+    path = `${b.path}/${path}`;
   }
+  if (!path.startsWith("/proc") && !path.startsWith("//")) return null; // the common case: not through /proc
   const p = path.replace(/\/{2,}/g, "/");
   if (p !== "/proc" && !p.startsWith("/proc/")) return null;
-  return p.replace(/^\/proc\/thread-self(?=\/|$)/, `/proc/${tgid}/task/${tid}`).replace(
+  const g = tgid();
+  return p.replace(/^\/proc\/thread-self(?=\/|$)/, `/proc/${g}/task/${tid}`).replace(
     /^\/proc\/self(?=\/|$)/,
-    `/proc/${tgid}`,
+    `/proc/${g}`,
   );
 }
 
 /** The canonical interpreter of a `#!` script (resolved as the kernel does, from the thread's cwd), else null. */
 function shebang(path: string, tid: number): string | null {
-  let head: Uint8Array;
-  try {
-    const f = Deno.openSync(path, { read: true });
-    try {
-      head = new Uint8Array(256);
-      const got = f.readSync(head) ?? 0;
-      head = head.subarray(0, got);
-    } finally {
-      f.close();
-    }
-  } catch {
-    return null;
-  }
+  const head = readHead(path);
+  if (head === null) return null;
   if (head[0] !== 0x23 || head[1] !== 0x21) return null;
   const nl = head.indexOf(10);
   const line = new TextDecoder().decode(head.subarray(2, nl < 0 ? head.length : nl));
@@ -1128,15 +1115,12 @@ function sameFile(a: string, b: string): boolean {
   }
 }
 
-/** ENOENT or EACCES when execve would fail on `path` for those reasons, else 0. */
+/** ENOENT, ENOTDIR or EACCES when execve would fail on `path` for those reasons, else 0. */
 function notRunnable(path: string): number {
-  try {
-    const st = Deno.statSync(path);
-    if (!st.isFile || !((st.mode ?? 0) & 0o111)) return EACCES;
-    return 0;
-  } catch (e) {
-    return e instanceof Deno.errors.NotFound ? 2 : e instanceof Deno.errors.NotADirectory ? 20 : 0;
-  }
+  const r = accessExec(path); // access(X_OK): one system call, real ids (the sandbox's own)
+  if (r === -2 || r === -20 || r === -13) return -r;
+  if (r < 0) return 0; // anything else: let the kernel say it
+  return isDirectory(path) ? EACCES : 0;
 }
 
 function startsWithMagic(raw: Uint8Array): boolean {

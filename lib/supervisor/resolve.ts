@@ -99,6 +99,11 @@ export function resolvePath(p: string, base: string, follow: boolean, tgid: numb
     if (!follow) return { kind: "path", path: candidate };
     const link = readlink(candidate);
     if (typeof link === "number") return { kind: "path", path: candidate }; // not a symlink, or absent
+    if (candidate.startsWith("/proc/") && (link.endsWith(" (deleted)") || link.startsWith("/memfd:"))) {
+      // A magic link to a file without a path (a memfd, a deleted file). Its text is not a path: a memfd
+      // named "x/../../usr/bin/true" reads "/memfd:x/../../usr/bin/true (deleted)".
+      return { kind: "anon", what: link };
+    }
     if (!link.startsWith("/")) {
       if (/^[a-z_]+:\[?/.test(link) && candidate.startsWith("/proc/")) return { kind: "anon", what: link };
       full = cdir === "/" ? "/" + link : cdir + "/" + link;
