@@ -25,7 +25,11 @@ async function main(argv: string[]): Promise<number> {
         console.log(`${r.name.padEnd(10)} ${r.description}`);
         for (const w of r.write) console.log(`             allow write ${w.replaceAll("{uid}", uid)}`);
         for (const x of r.exec) {
-          console.log(`             allow exec ${x.replaceAll("{uid}", uid).replace("{package}", `(the ${r.package ?? r.program} package)`)}`);
+          console.log(
+            `             allow exec ${
+              x.replaceAll("{uid}", uid).replace("{package}", `(the ${r.package ?? r.program} package)`)
+            }`,
+          );
         }
       }
       console.log("(--agent NAME adds these rules; the same lines in ~/.config/hallpass/rules work too)");

@@ -3,7 +3,7 @@
  * The ruleset fd is handed to the launcher, which calls landlock_restrict_self in the command's process.
  */
 import { SysError } from "./errors.ts";
-import { close, cstr, libc, O, ptrOf, sys, SYS } from "./libc.ts";
+import { close, cstr, libc, O, ptrOf, SYS, sys } from "./libc.ts";
 
 export const FS = {
   EXECUTE: 1n << 0n,
@@ -71,7 +71,7 @@ export function createRuleset(plan: LandlockRuleset, abi: number): { fd: number;
         const rv = new DataView(rule.buffer);
         rv.setBigUint64(0, allowed, true);
         rv.setInt32(8, pfd, true);
-        const rc = sys(SYS.landlock_add_rule, fd, 1 /* PATH_BENEATH */, ptrOf(rule), 0);
+        const rc = sys(SYS.landlock_add_rule, fd, 1, /* PATH_BENEATH */ ptrOf(rule), 0);
         if (rc < 0) throw new SysError(`landlock_add_rule(${path})`, -rc);
       } finally {
         close(pfd);
@@ -82,7 +82,7 @@ export function createRuleset(plan: LandlockRuleset, abi: number): { fd: number;
       const rv = new DataView(rule.buffer);
       rv.setBigUint64(0, access & plan.handledNet, true);
       rv.setBigUint64(8, BigInt(port), true);
-      const rc = sys(SYS.landlock_add_rule, fd, 2 /* NET_PORT */, ptrOf(rule), 0);
+      const rc = sys(SYS.landlock_add_rule, fd, 2, /* NET_PORT */ ptrOf(rule), 0);
       if (rc < 0) throw new SysError(`landlock_add_rule(port ${port})`, -rc);
     }
   } catch (e) {

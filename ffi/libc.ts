@@ -195,7 +195,7 @@ export function pollFds(fds: number[], timeoutMs: number, writeFrom = -1): numbe
   const dv = new DataView(buf.buffer);
   fds.forEach((fd, i) => {
     dv.setInt32(i * 8, fd, true);
-    dv.setInt16(i * 8 + 4, writeFrom >= 0 && i >= writeFrom ? 4 /* POLLOUT */ : 1 /* POLLIN */, true);
+    dv.setInt16(i * 8 + 4, writeFrom >= 0 && i >= writeFrom ? 4 /* POLLOUT */ : 1, /* POLLIN */ true);
   });
   for (;;) {
     const r = Number(libc().poll(buf, BigInt(fds.length), timeoutMs));
@@ -326,7 +326,7 @@ export async function pollReadable(fd: number): Promise<number> {
   const buf = new Uint8Array(128);
   const dv = new DataView(buf.buffer);
   dv.setInt32(0, fd, true);
-  dv.setInt16(4, 1 /* POLLIN */, true);
+  dv.setInt16(4, 1, /* POLLIN */ true);
   for (;;) {
     const r = await libc().poll_nb(buf, 1n, -1);
     if (r > 0) return dv.getInt16(6, true);

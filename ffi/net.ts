@@ -28,7 +28,7 @@ export function socketType(fd: number): number {
   const v = new Uint8Array(128);
   const len = new Uint8Array(128);
   new DataView(len.buffer).setUint32(0, 4, true);
-  const rc = r(net().getsockopt(fd, 1 /* SOL_SOCKET */, 3 /* SO_TYPE */, v, len));
+  const rc = r(net().getsockopt(fd, 1, /* SOL_SOCKET */ 3, /* SO_TYPE */ v, len));
   return rc < 0 ? rc : new DataView(v.buffer).getInt32(0, true);
 }
 
@@ -36,7 +36,7 @@ export function socketError(fd: number): number {
   const v = new Uint8Array(128);
   const len = new Uint8Array(128);
   new DataView(len.buffer).setUint32(0, 4, true);
-  const rc = r(net().getsockopt(fd, 1, 4 /* SO_ERROR */, v, len));
+  const rc = r(net().getsockopt(fd, 1, 4, /* SO_ERROR */ v, len));
   return rc < 0 ? rc : new DataView(v.buffer).getInt32(0, true);
 }
 
@@ -57,7 +57,14 @@ export function connectFd(fd: number, addr: Uint8Array<ArrayBuffer>, len: number
   return r(net().connect(fd, addr, len));
 }
 
-export function sendtoFd(fd: number, data: Uint8Array<ArrayBuffer>, len: number, flags: number, addr: Uint8Array<ArrayBuffer> | null, alen: number): number {
+export function sendtoFd(
+  fd: number,
+  data: Uint8Array<ArrayBuffer>,
+  len: number,
+  flags: number,
+  addr: Uint8Array<ArrayBuffer> | null,
+  alen: number,
+): number {
   return r(net().sendto(fd, data, BigInt(len), flags, addr, alen));
 }
 
@@ -67,10 +74,10 @@ export function sendmsgFd(fd: number, msghdr: Uint8Array<ArrayBuffer>, flags: nu
 
 const O_NONBLOCK = 0o4000;
 export function isNonBlocking(fd: number): boolean {
-  return (r(net().fcntl(fd, 3 /* F_GETFL */, 0)) & O_NONBLOCK) !== 0;
+  return (r(net().fcntl(fd, 3, /* F_GETFL */ 0)) & O_NONBLOCK) !== 0;
 }
 export function setNonBlocking(fd: number, on: boolean): void {
   const fl = r(net().fcntl(fd, 3, 0));
   if (fl < 0) return;
-  net().fcntl(fd, 4 /* F_SETFL */, on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
+  net().fcntl(fd, 4, /* F_SETFL */ on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
 }

@@ -7,7 +7,7 @@
  * Buffers are allocated once per NotifyFd and reused: the receive loop allocates nothing per call.
  */
 import { SysError } from "./errors.ts";
-import { errno, libc, ptrOf, sys, SYS } from "./libc.ts";
+import { errno, libc, ptrOf, SYS, sys } from "./libc.ts";
 
 export const NOTIF_SIZE = 80;
 export const RESP_SIZE = 24;
@@ -26,7 +26,7 @@ const USER_NOTIF_FD_SYNC_WAKE_UP = 1;
 /** The kernel's sizes of the notification structs (SECCOMP_GET_NOTIF_SIZES), to check our layouts. */
 export function notifSizes(): { notif: number; resp: number; data: number } | null {
   const buf = new Uint8Array(128);
-  const r = sys(SYS.seccomp, 3 /* SECCOMP_GET_NOTIF_SIZES */, 0, ptrOf(buf));
+  const r = sys(SYS.seccomp, 3, /* SECCOMP_GET_NOTIF_SIZES */ 0, ptrOf(buf));
   if (r < 0) return null;
   const dv = new DataView(buf.buffer);
   return { notif: dv.getUint16(0, true), resp: dv.getUint16(2, true), data: dv.getUint16(4, true) };
@@ -36,7 +36,7 @@ export function notifSizes(): { notif: number; resp: number; data: number } | nu
 export function userNotifAvailable(): boolean {
   const buf = new Uint8Array(128);
   new DataView(buf.buffer).setUint32(0, 0x7fc00000, true);
-  return sys(SYS.seccomp, 2 /* SECCOMP_GET_ACTION_AVAIL */, 0, ptrOf(buf)) === 0;
+  return sys(SYS.seccomp, 2, /* SECCOMP_GET_ACTION_AVAIL */ 0, ptrOf(buf)) === 0;
 }
 
 /** One received notification, decoded. `args` are BigInt: values above 2^53 are common (pointers, ids). */
@@ -227,7 +227,6 @@ export class NotifyFd {
     const r = Number(libc().process_vm_readv(tid, this.#liov, 1n, this.#riov, 1n, 0n));
     return r < 0 ? -errno() : r;
   }
-
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
@@ -281,7 +280,13 @@ export const RESOLVE = {
 } as const;
 
 /** openat2 with a struct open_how { u64 flags; u64 mode; u64 resolve; }. Returns fd or -errno. */
-export function openat2(dirfd: number, path: Uint8Array<ArrayBuffer>, flags: number, mode: number, resolve: number): number {
+export function openat2(
+  dirfd: number,
+  path: Uint8Array<ArrayBuffer>,
+  flags: number,
+  mode: number,
+  resolve: number,
+): number {
   const how = new Uint8Array(128);
   const hv = new DataView(how.buffer);
   hv.setBigUint64(0, BigInt(flags), true);

@@ -137,7 +137,12 @@ export function agentRules(
   const id = uid();
   const expand = (s: string) => s.replace(/^~(?=\/|$)/, opts.home).replaceAll("{uid}", id);
   const writes = r.write.map(expand);
-  const rules: Rule[] = writes.map((target) => ({ effect: "allow" as const, op: "write" as const, target, source }));
+  const rules: Rule[] = writes.map((target) => ({
+    effect: "allow" as const,
+    op: "write" as const,
+    target,
+    source,
+  }));
   const pkgDir = r.package
     ? findPackageDir(r.program, r.package, opts.pathEnv ?? Deno.env.get("PATH") ?? "/usr/bin:/bin")
     : undefined;

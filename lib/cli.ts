@@ -32,7 +32,8 @@ export type Invocation =
   | { kind: "rules"; args: string[]; opts: CliOptions }
   | { kind: "run"; opts: CliOptions };
 
-export const HELP = `hallpass — run a program so that writes outside the project, runs of programs and (when asked)
+export const HELP =
+  `hallpass — run a program so that writes outside the project, runs of programs and (when asked)
 network connects wait for your answer.
 
 usage: hallpass [OPTIONS] [--] [COMMAND [ARG...]]     (no COMMAND: $SHELL, else /bin/sh)
@@ -105,7 +106,9 @@ export function parseCommandLine(argv: string[]): Invocation {
       if (name === "-q" || name === "--quiet") o.quiet = true;
       continue;
     }
-    if (!WITH_VALUE.has(name)) throw new UsageError(`unknown option ${JSON.stringify(arg.slice(0, 60))} (see hallpass --help)`);
+    if (!WITH_VALUE.has(name)) {
+      throw new UsageError(`unknown option ${JSON.stringify(arg.slice(0, 60))} (see hallpass --help)`);
+    }
     let value: string;
     if (eq > 0) value = arg.slice(eq + 1);
     else {
@@ -113,7 +116,9 @@ export function parseCommandLine(argv: string[]): Invocation {
       value = argv[++i];
     }
     if (value.length === 0) throw new UsageError(`${name} needs a non-empty value`);
-    if (value.length > 4096 || value.includes("\0")) throw new UsageError(`${name}: value too long or not text`);
+    if (value.length > 4096 || value.includes("\0")) {
+      throw new UsageError(`${name}: value too long or not text`);
+    }
     const single = ["--project", "--mediate", "--ask-program", "--ask-timeout", "--for", "--log"];
     if (single.includes(name)) {
       if (seen.has(name)) throw new UsageError(`${name} given twice`);
@@ -168,7 +173,9 @@ export function parseCommandLine(argv: string[]): Invocation {
   if (!explicit && rest[0] === "rules") {
     // Options may also follow the subcommand: `hallpass rules --rules F write /x`.
     const sub = parseCommandLine(rest.slice(1));
-    if (sub.kind !== "run") throw new UsageError("usage: hallpass rules [OPTIONS] [write|exec|connect TARGET]");
+    if (sub.kind !== "run") {
+      throw new UsageError("usage: hallpass rules [OPTIONS] [write|exec|connect TARGET]");
+    }
     const so = sub.opts;
     o.project ??= so.project;
     o.allowPaths.push(...so.allowPaths);
@@ -198,7 +205,9 @@ export function parseMediate(value: string): CliOptions["mediate"] {
     if (p === "write") continue;
     if (p === "exec") m.exec = true;
     else if (p === "connect") m.connect = true;
-    else throw new UsageError(`--mediate: unknown category ${JSON.stringify(p.slice(0, 40))} (write, exec, connect)`);
+    else {throw new UsageError(
+        `--mediate: unknown category ${JSON.stringify(p.slice(0, 40))} (write, exec, connect)`,
+      );}
   }
   return m;
 }

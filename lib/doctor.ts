@@ -48,7 +48,9 @@ export function runChecks(): Check[] {
       ok: abi >= 3,
       optional: true,
       value: abi >= 3 ? "yes" : "no",
-      advice: abi >= 3 ? undefined : "truncation of files outside the project is not refused by the kernel floor (Linux ≥ 6.2)",
+      advice: abi >= 3
+        ? undefined
+        : "truncation of files outside the project is not refused by the kernel floor (Linux ≥ 6.2)",
     });
     checks.push({
       name: "Landlock ABI ≥ 6 (signal scope)",
@@ -107,7 +109,8 @@ export function runChecks(): Check[] {
     name: "Yama ptrace_scope",
     ok: yama === "n/a" || Number(yama) <= 1,
     value: yama,
-    advice: "ptrace_scope 2 or 3 stops hallpass reading the sandbox's arguments (process_vm_readv); set it to 1",
+    advice:
+      "ptrace_scope 2 or 3 stops hallpass reading the sandbox's arguments (process_vm_readv); set it to 1",
   });
   return checks;
 }

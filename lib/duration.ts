@@ -10,7 +10,9 @@ export const MAX_DURATION_MS = 366 * 86_400_000;
 /** Parses a duration; throws a RangeError with a one-line message on bad input. */
 export function parseDuration(text: string): number {
   const s = text.trim();
-  if (s.length === 0 || s.length > 64) throw new RangeError(`bad duration ${JSON.stringify(text)}: expected e.g. 90s, 10m, 1h30m`);
+  if (s.length === 0 || s.length > 64) {
+    throw new RangeError(`bad duration ${JSON.stringify(text)}: expected e.g. 90s, 10m, 1h30m`);
+  }
   const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d)/y;
   let total = 0;
   let pos = 0;
@@ -21,8 +23,12 @@ export function parseDuration(text: string): number {
     total += Number(m[1]) * UNIT_MS[m[2]];
     pos = re.lastIndex;
   }
-  if (!Number.isFinite(total) || total <= 0) throw new RangeError(`bad duration ${JSON.stringify(text)}: must be more than zero`);
-  if (total > MAX_DURATION_MS) throw new RangeError(`bad duration ${JSON.stringify(text)}: longer than 366 days`);
+  if (!Number.isFinite(total) || total <= 0) {
+    throw new RangeError(`bad duration ${JSON.stringify(text)}: must be more than zero`);
+  }
+  if (total > MAX_DURATION_MS) {
+    throw new RangeError(`bad duration ${JSON.stringify(text)}: longer than 366 days`);
+  }
   return Math.round(total);
 }
 

@@ -74,8 +74,13 @@ export function filterPlan(opts: FilterOptions): FilterEntry[] {
   refuse(sys("setxattrat"), ENOSYS, "new xattr call (Linux 6.13); libc falls back to setxattr");
   refuse(sys("removexattrat"), ENOSYS, "new xattr call (Linux 6.13); libc falls back to removexattr");
   // Terminal input injection: compare only the low 32 bits (the kernel ignores the high ones: CVE-2019-10063).
-  for (const req of [0x5412n /* TIOCSTI */, 0x541cn /* TIOCLINUX */]) {
-    refuse("ioctl", EPERM, "terminal input injection", [{ arg: 1, op: "masked_eq", mask: 0xffffffffn, value: req }]);
+  for (const req of [0x5412n, /* TIOCSTI */ 0x541cn /* TIOCLINUX */]) {
+    refuse("ioctl", EPERM, "terminal input injection", [{
+      arg: 1,
+      op: "masked_eq",
+      mask: 0xffffffffn,
+      value: req,
+    }]);
   }
   // User namespaces (and so new mount namespaces) are refused; clone3 keeps its flags in a struct.
   const CLONE_NEWUSER = 0x10000000n;
@@ -85,7 +90,12 @@ export function filterPlan(opts: FilterOptions): FilterEntry[] {
     mask: CLONE_NEWUSER,
     value: CLONE_NEWUSER,
   }]);
-  refuse("clone", EPERM, "user namespaces", [{ arg: 0, op: "masked_eq", mask: CLONE_NEWUSER, value: CLONE_NEWUSER }]);
+  refuse("clone", EPERM, "user namespaces", [{
+    arg: 0,
+    op: "masked_eq",
+    mask: CLONE_NEWUSER,
+    value: CLONE_NEWUSER,
+  }]);
   refuse("clone3", ENOSYS, "its flags live in a struct the filter cannot read; libc falls back to clone");
   refuse("setns", EPERM, "entering other namespaces");
   // userfaultfd could stall the supervisor's reads of the sandbox's memory.

@@ -40,7 +40,10 @@ export function userRulesPath(env: (k: string) => string | undefined, home: stri
   return `${xdg && xdg.startsWith("/") ? xdg : home + "/.config"}/hallpass/rules`;
 }
 
-export function readRulesFile(file: string, opts: { project: string; cwd: string; home: string; pathEnv: string }): Rule[] {
+export function readRulesFile(
+  file: string,
+  opts: { project: string; cwd: string; home: string; pathEnv: string },
+): Rule[] {
   let text: string;
   try {
     const st = Deno.statSync(file);
@@ -86,13 +89,28 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
   const rules: Rule[] = [];
   const floor: Plan["floor"] = [{ kind: "tree", path: project }];
   const cli = (option: string) => ({ kind: "cli" as const, option });
-  rules.push({ effect: "allow", op: "write", target: formatScope({ kind: "tree", path: project }), source: cli("--project") });
+  rules.push({
+    effect: "allow",
+    op: "write",
+    target: formatScope({ kind: "tree", path: project }),
+    source: cli("--project"),
+  });
   for (const d of new Set([...DEVICES, ...terminalDevices()])) {
     floor.push({ kind: "exact", path: d });
-    rules.push({ effect: "allow", op: "write", target: d, source: { kind: "builtin", what: "terminal and null devices" } });
+    rules.push({
+      effect: "allow",
+      op: "write",
+      target: d,
+      source: { kind: "builtin", what: "terminal and null devices" },
+    });
   }
   floor.push({ kind: "tree", path: "/dev/pts" });
-  rules.push({ effect: "allow", op: "write", target: "/dev/pts/**", source: { kind: "builtin", what: "terminals" } });
+  rules.push({
+    effect: "allow",
+    op: "write",
+    target: "/dev/pts/**",
+    source: { kind: "builtin", what: "terminals" },
+  });
 
   for (const p of o.allowPaths) {
     let s;
@@ -113,12 +131,27 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
     rules.push({ effect: "allow", op: "write", target: formatScope(scope), source: cli("--allow-path") });
   }
   const targetOpts = { cwd, home, isDir, lookup: (p: string) => lookupInPath(p, pathEnv) };
-  rules.push({ effect: "allow", op: "exec", target: "@system", source: { kind: "builtin", what: "system programs" } });
+  rules.push({
+    effect: "allow",
+    op: "exec",
+    target: "@system",
+    source: { kind: "builtin", what: "system programs" },
+  });
   for (const p of o.allowExec) {
-    rules.push({ effect: "allow", op: "exec", target: ruleTarget("exec", p, "--allow-exec", targetOpts), source: cli("--allow-exec") });
+    rules.push({
+      effect: "allow",
+      op: "exec",
+      target: ruleTarget("exec", p, "--allow-exec", targetOpts),
+      source: cli("--allow-exec"),
+    });
   }
   for (const d of o.allowConnect) {
-    rules.push({ effect: "allow", op: "connect", target: ruleTarget("connect", d, "--allow-connect", targetOpts), source: cli("--allow-connect") });
+    rules.push({
+      effect: "allow",
+      op: "connect",
+      target: ruleTarget("connect", d, "--allow-connect", targetOpts),
+      source: cli("--allow-connect"),
+    });
   }
   for (const name of o.agents) rules.push(...agentRules(name, { home, cwd }));
 

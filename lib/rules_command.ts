@@ -38,10 +38,16 @@ export function rulesCommand(args: string[], opts: CliOptions): number {
   const { decision, matching } = policy.explain(op, target, now);
   const verdict = decision.effect === "ask" ? "asks" : decision.effect === "allow" ? "allowed" : "denied";
   console.log(`${op} ${target}: ${verdict}${decision.effect === "ask" ? ` (${decision.why})` : ""}`);
-  if (decision.rule) console.log(`  decided by: ${formatRule(decision.rule, now)}   (${formatSource(decision.rule.source)})`);
+  if (decision.rule) {
+    console.log(`  decided by: ${formatRule(decision.rule, now)}   (${formatSource(decision.rule.source)})`);
+  }
   for (const m of matching) {
     if (m.rule === decision.rule) continue;
-    console.log(`  also matches: ${formatRule(m.rule, now)}   (${formatSource(m.rule.source)}, less specific or outranked)`);
+    console.log(
+      `  also matches: ${formatRule(m.rule, now)}   (${
+        formatSource(m.rule.source)
+      }, less specific or outranked)`,
+    );
   }
   return 0;
 }

@@ -15,7 +15,7 @@ import {
   setUmask,
 } from "../ffi/libc.ts";
 import { createRuleset, landlockAbi } from "../ffi/landlock.ts";
-import { ACT, CMP, compileFilter, type CompiledRule, resolveSyscall } from "../ffi/seccomp.ts";
+import { ACT, CMP, type CompiledRule, compileFilter, resolveSyscall } from "../ffi/seccomp.ts";
 import { getRemoteFd, NotifyFd, userNotifAvailable } from "../ffi/notify.ts";
 import type { CliOptions } from "./cli.ts";
 import { filterPlan } from "./filter_plan.ts";
@@ -164,7 +164,10 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   const rv = new DataView(data.buffer, data.byteOffset);
   if (data.length < 16 || rv.getUint32(4, true) !== "R".charCodeAt(0)) {
     const st = await launcher.status;
-    throw new HallpassError(`the launcher failed (exit ${st.code})`, "see the line above; `hallpass doctor` checks the kernel");
+    throw new HallpassError(
+      `the launcher failed (exit ${st.code})`,
+      "see the line above; `hallpass doctor` checks the kernel",
+    );
   }
   const commandPid = rv.getInt32(8, true);
   const listenerFd = getRemoteFd(commandPid, rv.getInt32(12, true));
@@ -248,7 +251,12 @@ function answerFirstExec(listenerFd: number, commandPid: number): void {
  * person pressed Ctrl-Z in it), in which case hallpass stops too, as the program would have without it, and
  * continues it when it is continued itself.
  */
-async function watchLauncher(sock: number, argv0: string, warn: (l: string) => void, pty: PtySession | null): Promise<void> {
+async function watchLauncher(
+  sock: number,
+  argv0: string,
+  warn: (l: string) => void,
+  pty: PtySession | null,
+): Promise<void> {
   for (;;) {
     const r = await readAsync(sock, 16);
     if (typeof r === "number" || r.length < 16) return;
@@ -256,7 +264,11 @@ async function watchLauncher(sock: number, argv0: string, warn: (l: string) => v
     const kind = String.fromCharCode(v.getUint32(4, true));
     if (kind === "E") {
       const err = v.getInt32(8, true);
-      const what = err === 2 ? "command not found" : err === 13 ? "Permission denied" : `cannot run (errno ${err})`;
+      const what = err === 2
+        ? "command not found"
+        : err === 13
+        ? "Permission denied"
+        : `cannot run (errno ${err})`;
       warn(`hallpass: ${argv0}: ${what}`);
     } else if (kind === "S" && pty) {
       pty.suspend();

@@ -36,7 +36,9 @@ export class Summary {
 
   lines(): string[] {
     if (this.#denials.size === 0) return [];
-    const out = [`hallpass: ${this.#denials.size} kind(s) of operation were denied; to allow them next time:`];
+    const out = [
+      `hallpass: ${this.#denials.size} kind(s) of operation were denied; to allow them next time:`,
+    ];
     let shown = 0;
     for (const { d, count } of this.#denials.values()) {
       if (++shown > MAX_LISTED) {

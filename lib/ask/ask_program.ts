@@ -51,7 +51,10 @@ export class AskProgram implements AskBackend {
       await w.write(new TextEncoder().encode(payload)).catch(() => {});
       await w.close().catch(() => {});
       const line = await firstLine(child.stdout, signal, () => timedOut);
-      const status = await Promise.race([child.status, new Promise<null>((r) => setTimeout(() => r(null), 1000))]);
+      const status = await Promise.race([
+        child.status,
+        new Promise<null>((r) => setTimeout(() => r(null), 1000)),
+      ]);
       if (status === null) killQuietly(child);
       if (signal.aborted) return { kind: "deny", by: "withdrawn" };
       if (timedOut) return deny(`no answer within ${this.#timeoutMs / 1000} s`);

@@ -246,9 +246,7 @@ export class Mediator {
       if (fdCopy < 0) return this.#fail(n, -fdCopy);
       // What our copy of the fd is: the kernel's path for it is already canonical.
       const link = readlink(`/proc/self/fd/${fdCopy}`);
-      const r: Resolved = typeof link === "number"
-        ? { kind: "error", errno: -link }
-        : link.startsWith("/") // a deleted file keeps its old path + " (deleted)": decided on that (it asks)
+      const r: Resolved = typeof link === "number" ? { kind: "error", errno: -link } : link.startsWith("/") // a deleted file keeps its old path + " (deleted)": decided on that (it asks)
         ? { kind: "path", path: link }
         : { kind: "anon", what: link }; // pipe:[…], socket:[…], anon_inode:…: no file system object
       if (r.kind === "error") {
@@ -928,9 +926,15 @@ export class Mediator {
     const a = n.args;
     // execveat(dirfd, path, argv, envp, flags); execve(path, argv, envp)
     const pathArg = at ? 1 : 0;
-    const raw = this.#nfd.readCString(n.tid, a[pathArg]);
-    if (raw !== null && raw.length >= MAGIC_PREFIX.length && startsWithMagic(raw)) {
-      return this.#requests.handle(n, raw);
+    const read = this.#nfd.readPath(n.tid, a[pathArg]);
+    if (typeof read === "string" ? read.startsWith(MAGIC_PREFIX) : read === -84 /* not UTF-8 */) {
+      // A hallpass-request request (a malformed one too: the handler answers EINVAL).
+      const raw = typeof read === "string"
+        ? new TextEncoder().encode(read)
+        : this.#nfd.readCString(n.tid, a[pathArg]);
+      if (raw !== null && raw.length >= MAGIC_PREFIX.length && startsWithMagic(raw)) {
+        return this.#requests.handle(n, raw);
+      }
     }
     if (!this.#firstExecDone && n.tid === this.#cfg.commandPid) {
       // The command hallpass was asked to run (resolved by hallpass itself before the launch).
@@ -945,13 +949,11 @@ export class Mediator {
       this.stats.continued++;
       return;
     }
-    if (raw === null) return this.#fail(n, a[pathArg] === 0n ? EFAULT : ENAMETOOLONG);
-    let path: string;
-    try {
-      path = dec.decode(raw);
-    } catch {
+    if (read === -84) {
       return this.#deny(n, at ? "execveat" : "execve", "(a program name that is not UTF-8)", "exec", "rule");
     }
+    if (typeof read === "number") return this.#fail(n, -read);
+    const path = read;
     const flags = at ? Number(a[4] & 0xffffffffn) : 0;
     let r: Resolved;
     if (at && path === "" && (flags & AT_EMPTY_PATH)) {

@@ -82,7 +82,6 @@ export function resolvePath(p: string, base: string, follow: boolean, tgid: numb
     const slash = full.lastIndexOf("/");
     const dir = slash === 0 ? "/" : full.slice(0, slash);
     const name = full.slice(slash + 1);
-    let cdir: string;
     if (name === "" || name === "." || name === "..") {
       // The target is a directory named by its path: resolve it whole.
       const r = canonicalDir(full);
@@ -94,7 +93,7 @@ export function resolvePath(p: string, base: string, follow: boolean, tgid: numb
       if (r === -ENOENT || r === -ENOTDIR) return lexicalFallback(full);
       return { kind: "error", errno: -r };
     }
-    cdir = r;
+    const cdir = r;
     const candidate = cdir === "/" ? "/" + name : cdir + "/" + name;
     if (!follow) return { kind: "path", path: candidate };
     const link = readlink(candidate);
@@ -117,7 +116,9 @@ export function resolvePath(p: string, base: string, follow: boolean, tgid: numb
 
 /** Collapses `//` and `.` but keeps `..` (it must be resolved after symlinks, by realpath). */
 function normalizeKeepDots(p: string): string {
-  if (!p.includes("//") && !p.includes("/./") && !p.endsWith("/.") && !(p.length > 1 && p.endsWith("/"))) return p;
+  if (!p.includes("//") && !p.includes("/./") && !p.endsWith("/.") && !(p.length > 1 && p.endsWith("/"))) {
+    return p;
+  }
   const parts = p.split("/").filter((c) => c !== "" && c !== ".");
   return "/" + parts.join("/");
 }

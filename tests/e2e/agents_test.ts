@@ -126,7 +126,9 @@ async function runAgent(
     "unset TMUX TMUX_PANE",
     "TERM=xterm-256color; export TERM",
     exports,
-    `hp --mediate write,exec,connect --rules "$DIR/net.rules" --log "$DIR/log.jsonl" ${hpArgs.map(q).join(" ")} ` +
+    `hp --mediate write,exec,connect --rules "$DIR/net.rules" --log "$DIR/log.jsonl" ${
+      hpArgs.map(q).join(" ")
+    } ` +
     `-- ${q(c.name)} ${c.args.map(q).join(" ")}`,
   ].join("\n");
   const t = await Tmux.start({ script, dir, cols: 120, rows: 40 });
@@ -184,7 +186,8 @@ function inRecipe(name: string, home: string): (p: string) => boolean {
   const r = RECIPES.find((x) => x.name === name)!;
   const uid = String(Deno.uid());
   const scopes = r.write.map((w) => w.replace(/^~/, home).replaceAll("{uid}", uid));
-  return (p) => scopes.some((s) => s.endsWith("/**") ? p === s.slice(0, -3) || p.startsWith(s.slice(0, -2)) : p === s);
+  return (p) =>
+    scopes.some((s) => s.endsWith("/**") ? p === s.slice(0, -3) || p.startsWith(s.slice(0, -2)) : p === s);
 }
 
 function screenIntact(c: AgentCase, s: string): void {
@@ -239,7 +242,8 @@ for (const c of CASES) {
   const c = CASES.find((x) => x.name === "gemini")!;
   const s = SETUP.get("gemini");
   Deno.test({
-    name: "agent gemini without a recipe: the bar comes up over its screen for ~/.gemini, the screen is back after",
+    name:
+      "agent gemini without a recipe: the bar comes up over its screen for ~/.gemini, the screen is back after",
     ignore: tmuxMissing || !s?.ok,
   }, async () => {
     const pkg = s!.bin!.replace(/\/bin\/gemini$/, "");
@@ -307,7 +311,9 @@ for (const c of CASES) {
         stderr: "piped",
       }).output();
       void r;
-      const qs = (await Deno.readTextFile(`${dir}/questions.jsonl`).catch(() => "")).split("\n").filter(Boolean)
+      const qs = (await Deno.readTextFile(`${dir}/questions.jsonl`).catch(() => "")).split("\n").filter(
+        Boolean,
+      )
         .map((l) => JSON.parse(l) as { op: string; target: string });
       const writes = qs.filter((x) => x.op === "write");
       assert(writes.length > 0, "nothing asked");

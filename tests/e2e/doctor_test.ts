@@ -16,5 +16,9 @@ Deno.test("doctor --json: machine-readable checks", async () => {
   ok(r.code === 0, r.stderr);
   const checks = JSON.parse(r.stdout) as { name: string; ok: boolean; value: string }[];
   ok(checks.length >= 6);
-  ok(checks.every((c) => typeof c.name === "string" && typeof c.ok === "boolean" && typeof c.value === "string"));
+  ok(
+    checks.every((c) =>
+      typeof c.name === "string" && typeof c.ok === "boolean" && typeof c.value === "string"
+    ),
+  );
 });

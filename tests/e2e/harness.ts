@@ -23,7 +23,15 @@ export interface HallpassOptions {
 /** Runs `hallpass ARGS...` (from source, as `./hallpass` does) and collects its output. */
 export async function hallpass(args: string[], o: HallpassOptions = {}): Promise<Result> {
   const cmd = new Deno.Command(DENO, {
-    args: ["run", "--quiet", "--allow-all", "--no-prompt", "--v8-flags=--max-semi-space-size=1", `${ROOT}/main.ts`, ...args],
+    args: [
+      "run",
+      "--quiet",
+      "--allow-all",
+      "--no-prompt",
+      "--v8-flags=--max-semi-space-size=1",
+      `${ROOT}/main.ts`,
+      ...args,
+    ],
     cwd: o.cwd,
     env: o.env,
     stdin: o.stdin !== undefined ? "piped" : "null",

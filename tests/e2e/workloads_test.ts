@@ -55,7 +55,9 @@ async function sh(cwd: string, script: string, env: Record<string, string> = {})
     stdout: "piped",
     stderr: "piped",
   }).output();
-  if (r.code !== 0) throw new Error(`setup failed: ${script}\n${dec.decode(r.stdout)}${dec.decode(r.stderr)}`);
+  if (r.code !== 0) {
+    throw new Error(`setup failed: ${script}\n${dec.decode(r.stdout)}${dec.decode(r.stderr)}`);
+  }
 }
 
 /** A wheel made by hand (a zip with the package and its dist-info): no setuptools, no index needed. */
@@ -136,7 +138,14 @@ const WORKLOADS: Workload[] = [
       npx --offline --cache "$B/cache" hello-cli; node -e 'console.log(require("./package.json").dependencies)'`,
     tuned: {
       // npm's cache (and its logs, which go next to it) is the tool's own place, like `allow write ~/.npm/**`.
-      args: (b) => ["--allow-path", `${b}/cache/**`, "--allow-exec", `${b}/project/app/node_modules/hello-cli/cli.js`],
+      args: (
+        b,
+      ) => [
+        "--allow-path",
+        `${b}/cache/**`,
+        "--allow-exec",
+        `${b}/project/app/node_modules/hello-cli/cli.js`,
+      ],
       env: (b) => ({ TMPDIR: `${b}/project/.tmp` }),
     },
     ignore: /node_modules\/\.package-lock\.json$|^\.tmp(\/|$)/,
@@ -257,7 +266,15 @@ async function run(w: Workload, mode: "bare" | "plain" | "tuned"): Promise<Outco
       );
       await Deno.chmod(ask, 0o755);
       const r = await hallpass(
-        ["--ask-program", ask, ...(mode === "tuned" ? w.tuned.args(base) : []), "--", "/bin/sh", "-c", w.script],
+        [
+          "--ask-program",
+          ask,
+          ...(mode === "tuned" ? w.tuned.args(base) : []),
+          "--",
+          "/bin/sh",
+          "-c",
+          w.script,
+        ],
         { cwd: `${base}/project`, env, timeoutMs: 120_000 },
       );
       code = r.code;
@@ -298,7 +315,9 @@ const counts: string[] = [];
 
 for (const w of WORKLOADS) {
   const missing = w.needs.filter((p) => !present(p));
-  if (missing.length) console.error(`NOTE: workload "${w.name}" skipped: ${missing.join(", ")} not installed`);
+  if (missing.length) {
+    console.error(`NOTE: workload "${w.name}" skipped: ${missing.join(", ")} not installed`);
+  }
   Deno.test({ name: `workload under hallpass = bare: ${w.name}`, ignore: missing.length > 0 }, async () => {
     const bare = await run(w, "bare");
     assertEquals(bare.code, 0, `the bare run failed:\n${bare.out}`);
