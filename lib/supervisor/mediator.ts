@@ -151,8 +151,8 @@ export class Mediator {
     );
   }
 
-  #inFloor(path: string): boolean {
-    for (const f of this.#floor) if (scopeCovers(f, path)) return true;
+  #inFloor(path: string, contents = true): boolean {
+    for (const f of this.#floor) if ((contents || f.kind === "tree") && scopeCovers(f, path)) return true;
     return false;
   }
 
@@ -286,7 +286,7 @@ export class Mediator {
     // notification whose thread is gone simply fails in the kernel.
     if (targets.length === 1 && fdCopy < 0 && c.landlock) {
       // The common case, kept allocation-light: one path, a call Landlock covers.
-      const v = this.#verdict(targets[0]);
+      const v = this.#verdict(targets[0], c.kind === "open" || c.kind === "truncate");
       if (v === "floor") {
         const who = this.#log ? this.#who(n.tid) : null;
         this.#nfd.continue(n.id);
@@ -304,7 +304,8 @@ export class Mediator {
         return;
       }
     }
-    const verdicts = targets.map((t) => this.#verdict(t));
+    const contents = c.kind === "open" || c.kind === "truncate";
+    const verdicts = targets.map((t) => this.#verdict(t, contents));
     const shown = targets.map((t) => t.path).join(" → ");
     if (verdicts.includes("deny")) {
       fs.close(fdCopy);
@@ -377,10 +378,16 @@ export class Mediator {
     return typeof c.openFlags === "number" ? Number(n.args[c.openFlags] & 0xffffffffn) : c.openFlags!.fixed;
   }
 
-  #verdict(t: Target): Verdict {
+  /**
+   * `contents`: the call writes a file's contents (open, truncate), which a Landlock rule on the file itself
+   * covers; any other call (create, remove, rename a name) needs a rule on a directory above it.
+   */
+  #verdict(t: Target, contents: boolean): Verdict {
     if (t.anon) return "floor"; // a pipe or socket reached through /proc/PID/fd: no file system change
     const d = this.policy.decide("write", t.path, Date.now());
-    if (d.effect === "allow") return this.#inFloor(t.path) && this.#floorSafe(t.path) ? "floor" : "allow";
+    if (d.effect === "allow") {
+      return this.#inFloor(t.path, contents) && this.#floorSafe(t.path) ? "floor" : "allow";
+    }
     return d.effect;
   }
 
@@ -562,7 +569,8 @@ export class Mediator {
     // Allowed by the answer (once, or a grant that covers it). Other targets of the same call (rename, link)
     // must be allowed too; anything still asking is allowed only by `once`.
     if (p.exec || p.net) return this.#allow(p, false, a.by);
-    const verdicts = p.targets.map((t) => this.#verdict(t));
+    const contents = p.call?.kind === "open" || p.call?.kind === "truncate";
+    const verdicts = p.targets.map((t) => this.#verdict(t, contents));
     if (verdicts.includes("deny")) {
       fs.close(p.fdCopy);
       return this.#deny(p.n, p.call!.name, p.targets.map((t) => t.path).join(" → "), "write", "rule");
@@ -825,7 +833,7 @@ export class Mediator {
     const r = resolvePath(path, base, false, n.tid, n.tid);
     if (r.kind !== "path") return this.#fail(n, r.kind === "error" ? r.errno : EACCES);
     const target: Target = { path: r.path, anon: false };
-    const v = this.#verdict(target);
+    const v = this.#verdict(target, false);
     if (v === "floor") {
       this.#nfd.continue(n.id);
       this.stats.continued++;
