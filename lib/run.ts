@@ -207,8 +207,11 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     // program answers (the summary at exit still lists them).
     printDenials: !pty && (backend instanceof NoAsk || !Deno.stderr.isTerminal()),
     onFatal: (message) => {
-      warn(`hallpass: supervisor failed: ${message}; stopping the sandbox`);
-      forward("SIGKILL");
+      // Fail closed: hallpass exits, its end of the launcher's socket closes, and the launcher kills every
+      // sandboxed process (SIGKILL of the launcher alone would leave them running, re-parented to init).
+      pty?.restore();
+      console.error(`hallpass: supervisor failed: ${message}; the sandbox was stopped`);
+      Deno.exit(125);
     },
   });
   host.startWhenNeeded();
