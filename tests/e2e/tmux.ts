@@ -89,6 +89,9 @@ export class Tmux {
       `XDG_CONFIG_HOME="$DIR/xdg"; export XDG_CONFIG_HOME`,
       `HOME="$DIR/home"; export HOME`,
       `SHELL=/bin/sh; export SHELL`,
+      // A pane is a person at a terminal, even when the tests run in CI (CI=true makes some agent CLIs refuse
+      // their interactive screen).
+      "unset CI CONTINUOUS_INTEGRATION GITHUB_ACTIONS BUILD_NUMBER RUN_ID",
       `cd "$DIR/project" || exit 99`,
       o.script,
       `echo $? > "$DIR/pane.rc"`,
