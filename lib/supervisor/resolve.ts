@@ -31,7 +31,8 @@ function canonicalDir(dir: string): string | number {
   const hit = dirCache.get(dir);
   if (hit !== undefined) return hit;
   const r = realpath(dir);
-  if (typeof r === "string") dirCache.set(dir, r);
+  // Not through /proc: what /proc/PID/fd/N or /proc/PID/cwd names changes with every dup2 or chdir.
+  if (typeof r === "string" && !dir.startsWith("/proc/")) dirCache.set(dir, r);
   return r;
 }
 
