@@ -78,7 +78,27 @@ function compile(opts: CliOptions): number {
   return compileFilter(rules, ACT.errno(38)).memfd;
 }
 
+/**
+ * Whether this process already runs under hallpass: inside a seccomp filter, the magic request path answers
+ * with something other than "no such file". Checked only when a filter is installed at all.
+ */
+function insideHallpass(): boolean {
+  try {
+    if (!/^Seccomp:\s*2$/m.test(Deno.readTextFileSync("/proc/self/status"))) return false;
+    new Deno.Command("/.hallpass/v1/check/write/%2F", { stdin: "null", stdout: "null", stderr: "null" }).outputSync();
+    return true;
+  } catch (e) {
+    return !(e instanceof Deno.errors.NotFound);
+  }
+}
+
 function preflight(): number {
+  if (insideHallpass()) {
+    throw new HallpassError(
+      "already running under hallpass: sandboxes cannot be nested (the kernel allows one seccomp supervisor per process)",
+      "run the command directly: the hallpass around this one already mediates it",
+    );
+  }
   const abi = landlockAbi();
   if (abi < 1) {
     throw new HallpassError(
