@@ -26,19 +26,20 @@ export interface HostOptions {
 }
 
 export class SupervisorHost {
-  readonly #cfg: Omit<SessionConfig, "wakeFd">;
+  readonly #cfg: Omit<SessionConfig, "wakeFd" | "posted">;
   readonly #o: HostOptions;
   #worker: Worker | null = null;
   #wakeR = -1;
   #wakeW = -1;
-  #ready = false;
-  #stopped: (() => void) | null = null;
   readonly #groups = new Map<string, number[]>();
   readonly #aborts = new Map<number, AbortController>();
   readonly #wakeByte = new Uint8Array(128);
   #closing = false;
+  /** Messages the Worker posted (shared counter) and messages received here. */
+  readonly #posted = new SharedArrayBuffer(8);
+  #received = 0;
 
-  constructor(cfg: Omit<SessionConfig, "wakeFd">, o: HostOptions) {
+  constructor(cfg: Omit<SessionConfig, "wakeFd" | "posted">, o: HostOptions) {
     this.#cfg = cfg;
     this.#o = o;
   }
@@ -61,7 +62,7 @@ export class SupervisorHost {
       e.preventDefault();
       this.#o.onFatal(e.message);
     };
-    this.#send({ t: "init", config: { ...this.#cfg, wakeFd: this.#wakeR } });
+    this.#send({ t: "init", config: { ...this.#cfg, wakeFd: this.#wakeR, posted: this.#posted } });
   }
 
   #send(m: ToWorker): void {
@@ -74,9 +75,9 @@ export class SupervisorHost {
   }
 
   #onMessage(m: ToMain): void {
+    this.#received++;
     switch (m.t) {
       case "ready":
-        this.#ready = true;
         break;
       case "ask":
         this.#ask(m.q, m.key);
@@ -91,7 +92,6 @@ export class SupervisorHost {
         }
         break;
       case "stopped":
-        this.#stopped?.();
         break;
       case "fatal":
         this.#o.onFatal(m.message);
@@ -138,17 +138,22 @@ export class SupervisorHost {
     }
   }
 
-  /** After the sandbox is gone: let the Worker finish what it posted, then stop it. */
+  /**
+   * After the sandbox is gone: receive every message the Worker posted (it counts them), then stop it. The
+   * Worker may be waiting in RECV for a notification that can no longer come, so it is not asked to help.
+   */
   async stop(): Promise<void> {
     this.#closing = true;
     for (const ac of this.#aborts.values()) ac.abort();
     const w = this.#worker;
     if (!w) return;
-    // A Worker that is not ready yet has decided nothing: it is simply stopped.
-    if (this.#ready) {
-      const stopped = new Promise<void>((r) => (this.#stopped = r));
-      this.#send({ t: "stop" });
-      await Promise.race([stopped, new Promise((r) => setTimeout(r, 2000))]);
+    const state = new Int32Array(this.#posted);
+    for (
+      let waited = 0;
+      (Atomics.load(state, 1) !== 0 || this.#received < Atomics.load(state, 0)) && waited < 2000;
+      waited += 2
+    ) {
+      await new Promise((r) => setTimeout(r, 2));
     }
     w.terminate();
     close(this.#wakeR);

@@ -7,6 +7,11 @@ export interface SessionConfig {
   listenerFd: number;
   /** Read end of a pipe the main thread writes to after posting a message (wakes the blocking poll). */
   wakeFd: number;
+  /**
+   * Int32[2]: [0] how many messages the Worker has posted, [1] 1 while it handles a notification: the main
+   * thread stops it only when it is idle and every message it posted has arrived.
+   */
+  posted: SharedArrayBuffer;
   /** Process id of the command hallpass started (its first exec is allowed). */
   commandPid: number;
   /** The launcher (parent of the command). */

@@ -1,12 +1,14 @@
 /**
- * The supervisor Worker: a synchronous poll → RECV → decide → SEND loop on its own thread (DESIGN §1).
- * It never waits for a person: questions go to the main thread, whose answers come back as messages. To read
- * them, the loop also polls a wake-up pipe the main thread writes to after posting, then yields to the event
- * loop once.
+ * The supervisor Worker: a synchronous RECV → decide → SEND loop on its own thread (DESIGN §1).
+ * It never waits for a person: questions go to the main thread, whose answers come back as messages. While a
+ * question (or a blocking connect) is pending, the loop polls the listener together with a wake-up pipe the
+ * main thread writes to after posting an answer. With nothing pending no message can concern it, so it waits
+ * in RECV itself (one system call less per notification); at the end the main thread stops it without its
+ * help, having counted every message it posted (`posted`).
  */
 /// <reference lib="deno.worker" />
 import { close, libc, Poller } from "../../ffi/libc.ts";
-import { NotifyFd } from "../../ffi/notify.ts";
+import { type Notification, NotifyFd } from "../../ffi/notify.ts";
 import { Mediator } from "./mediator.ts";
 import type { SessionConfig, ToMain, ToWorker } from "./session_config.ts";
 
@@ -20,7 +22,20 @@ self.onmessage = (e: MessageEvent<ToWorker>) => {
   received++;
   wake?.();
 };
-const post = (m: ToMain) => self.postMessage(m);
+/** Shared with the main thread: [0] messages posted, [1] 1 while a notification is being handled. */
+let state: Int32Array | null = null;
+const post = (m: ToMain) => {
+  if (state) Atomics.add(state, 0, 1);
+  self.postMessage(m);
+};
+function handle(m: Mediator, n: Notification): void {
+  Atomics.store(state!, 1, 1);
+  try {
+    m.handle(n);
+  } finally {
+    Atomics.store(state!, 1, 0);
+  }
+}
 
 function nextMessage(): Promise<void> {
   if (inbox.length) return Promise.resolve();
@@ -32,6 +47,7 @@ async function main(): Promise<void> {
   const init = inbox.shift()!;
   if (init.t !== "init") throw new Error("supervisor worker: expected init");
   const cfg: SessionConfig = init.config;
+  state = new Int32Array(cfg.posted);
   const nfd = new NotifyFd(cfg.listenerFd);
   nfd.trySyncWakeup();
   const m = new Mediator(cfg, nfd, post);
@@ -55,6 +71,12 @@ async function main(): Promise<void> {
       dirty = false;
     }
     const busy = m.pendingCount > 0 || connecting.length > 0;
+    if (!busy && listenerOpen && inbox.length === 0 && received === announced) {
+      // Nothing pending: only a notification can matter now. Wait for it in RECV itself.
+      const n = nfd.recv();
+      if (n) handle(m, n);
+      continue;
+    }
     const ready = poller.wait(busy ? 200 : -1);
     if (ready > 0) {
       for (let i = 0; i < connecting.length; i++) {
@@ -76,7 +98,7 @@ async function main(): Promise<void> {
         const ev = poller.revents(0);
         if (ev & 1 /* POLLIN */) {
           const n = nfd.recv();
-          if (n) m.handle(n);
+          if (n) handle(m, n);
         } else if (ev & (0x10 | 0x08) /* POLLHUP | POLLERR */) {
           listenerOpen = false; // every sandboxed process is gone
           dirty = true;
