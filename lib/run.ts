@@ -85,7 +85,8 @@ function compile(opts: CliOptions): number {
 function insideHallpass(): boolean {
   try {
     if (!/^Seccomp:\s*2$/m.test(Deno.readTextFileSync("/proc/self/status"))) return false;
-    new Deno.Command("/.hallpass/v1/check/write/%2F", { stdin: "null", stdout: "null", stderr: "null" }).outputSync();
+    new Deno.Command("/.hallpass/v1/check/write/%2F", { stdin: "null", stdout: "null", stderr: "null" })
+      .outputSync();
     return true;
   } catch (e) {
     return !(e instanceof Deno.errors.NotFound);
