@@ -21,7 +21,7 @@ import { resolveSyscall } from "../../ffi/seccomp.ts";
 import { Policy } from "../policy.ts";
 import { scopeCovers } from "../path_scope.ts";
 import { suggestExecScopes, suggestScopes } from "../suggest_scope.ts";
-import { decodeRequestBytes, MAGIC_PREFIX } from "../request_protocol.ts";
+import { MAGIC_PREFIX } from "../request_protocol.ts";
 import type { Answer, Op, PathScope, Question, Rule } from "../types.ts";
 import { baseDir, type Resolved, resolvePath } from "./resolve.ts";
 import { lookupInPath } from "../path_lookup.ts";
@@ -43,12 +43,10 @@ import { RequestHandler } from "./requests.ts";
 
 const EACCES = 13, EFAULT = 14, ENAMETOOLONG = 36, ENOSYS = 38, EOPNOTSUPP = 95;
 const O_WRONLY = 0o1,
-  O_RDWR = 0o2,
   O_CREAT = 0o100,
   O_EXCL = 0o200,
   O_NOFOLLOW = 0o400000,
   O_CLOEXEC = 0o2000000;
-const O_TRUNC = 0o1000;
 const O_TMPFILE = 0o20200000;
 /** The kernel's VALID_OPEN_FLAGS (x86_64 and aarch64 values). */
 const VALID_OPEN_FLAGS = 0o37777703;
@@ -1147,4 +1145,3 @@ function openParent(path: string): { dirfd: number; name: string } {
   return { dirfd: openDirNoSymlinks(dir), name };
 }
 
-export { decodeRequestBytes, O_RDWR, O_TRUNC };
