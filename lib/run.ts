@@ -37,6 +37,8 @@ export class HallpassError extends Error {
 const MAGIC = 0x31504c48;
 const CFG = { RULESET: 1, PTY: 2, WAIT_KILLABLE: 4, SIGINT_IGN: 8, SIGQUIT_IGN: 16 };
 const EACCES = 13;
+/** How long a command told to end (SIGTERM, SIGHUP) may take before hallpass ends the whole sandbox. */
+const END_GRACE_MS = 3000;
 
 /** Where the launcher binary is: beside the sources, or unpacked from the compiled binary to a cache. */
 export function launcherPath(): string {
@@ -134,13 +136,28 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
       // gone
     }
   };
+  /**
+   * hallpass itself was told to end (SIGTERM, SIGHUP: its terminal is gone). The signal goes to the command, as
+   * it would without hallpass; if the command is still there after a grace period (it ignores the signal),
+   * hallpass exits, and the launcher then kills everything in the sandbox: nothing outlives the session.
+   */
+  let ending = false;
+  const end = (sig: "SIGTERM" | "SIGHUP" | "SIGINT") => {
+    forward(sig);
+    if (ending) return;
+    ending = true;
+    setTimeout(() => {
+      pty?.restore();
+      Deno.exit(128 + signalNumber(sig));
+    }, END_GRACE_MS);
+  };
 
   let backend: AskBackend;
   if (opts.askProgram) {
     backend = new AskProgram(opts.askProgram, { timeoutMs: opts.askTimeoutMs, warn });
   } else if (interactive && !opts.noAsk) {
     const { PtySession, TerminalAsk } = await import("./ui/terminal.ts");
-    pty = PtySession.open({ onSignal: (sig) => forward(sig) });
+    pty = PtySession.open({ onSignal: (sig) => end(sig) });
     backend = new TerminalAsk(pty, { forMs: opts.forMs, askTimeoutMs: opts.askTimeoutMs });
   } else {
     backend = new NoAsk();
@@ -241,7 +258,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   const handlers: [Deno.Signal, () => void][] = [];
   if (!pty) {
     for (const sig of ["SIGINT", "SIGQUIT"] as const) handlers.push([sig, () => {}]);
-    for (const sig of ["SIGTERM", "SIGHUP"] as const) handlers.push([sig, () => forward(sig)]);
+    for (const sig of ["SIGTERM", "SIGHUP"] as const) handlers.push([sig, () => end(sig)]);
     for (const [s, h] of handlers) Deno.addSignalListener(s, h);
   }
   pty?.start();
