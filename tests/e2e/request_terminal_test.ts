@@ -4,20 +4,13 @@
  * `[d]` denies (exit 3).
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { haveTmux, q, Tmux } from "./tmux.ts";
+import { haveTmux, q, Tmux, withPane } from "./tmux.ts";
 import { requestBin } from "./request_harness.ts";
 
 const ignore = !haveTmux();
 
-async function pane(script: string, fn: (t: Tmux) => Promise<void>): Promise<void> {
-  const t = await Tmux.start({ script });
-  try {
-    await fn(t);
-  } catch (e) {
-    throw new Error(`${(e as Error).message}\n--- screen ---\n${await t.screen().catch(() => "")}`);
-  } finally {
-    await t.close();
-  }
+function pane(script: string, fn: (t: Tmux) => Promise<void>): Promise<void> {
+  return withPane({ script }, fn);
 }
 
 Deno.test({

@@ -4,19 +4,12 @@
  * (line 1 "wants to connect to", line 2 the destination). Answered with [o] and [d].
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { haveTmux, makeScratch, Tmux } from "./tmux.ts";
+import { haveTmux, makeScratch, Tmux, withPane } from "./tmux.ts";
 
 const ignore = !haveTmux();
 
-async function pane(script: string, fn: (t: Tmux) => Promise<void>, dir?: string): Promise<void> {
-  const t = await Tmux.start({ script, dir, cols: 120 });
-  try {
-    await fn(t);
-  } catch (e) {
-    throw new Error(`${(e as Error).message}\n--- screen ---\n${await t.screen().catch(() => "")}`);
-  } finally {
-    await t.close();
-  }
+function pane(script: string, fn: (t: Tmux) => Promise<void>, dir?: string): Promise<void> {
+  return withPane({ script, dir, cols: 120 }, fn);
 }
 
 Deno.test({

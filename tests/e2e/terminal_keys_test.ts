@@ -4,19 +4,12 @@
  * `[n]` never (saved, a new run denies without asking), and the arrow keys on the scope line.
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { haveTmux, makeScratch, Tmux, until } from "./tmux.ts";
+import { haveTmux, makeScratch, Tmux, until, withPane } from "./tmux.ts";
 
 const ignore = !haveTmux();
 
-async function pane(script: string, fn: (t: Tmux) => Promise<void>, dir?: string): Promise<void> {
-  const t = await Tmux.start({ script, dir });
-  try {
-    await fn(t);
-  } catch (e) {
-    throw new Error(`${(e as Error).message}\n--- screen ---\n${await t.screen().catch(() => "")}`);
-  } finally {
-    await t.close();
-  }
+function pane(script: string, fn: (t: Tmux) => Promise<void>, dir?: string): Promise<void> {
+  return withPane({ script, dir }, fn);
 }
 
 async function rulesFile(dir: string): Promise<string> {

@@ -3,19 +3,12 @@
  * with the bar up, Ctrl-C, Ctrl-Z / fg in an interactive shell, and the command's exit status.
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { haveTmux, pgrep, sleep, Tmux, until } from "./tmux.ts";
+import { haveTmux, pgrep, sleep, Tmux, until, withPane } from "./tmux.ts";
 
 const ignore = !haveTmux();
 
-async function pane(o: { script: string; rows?: number }, fn: (t: Tmux) => Promise<void>): Promise<void> {
-  const t = await Tmux.start(o);
-  try {
-    await fn(t);
-  } catch (e) {
-    throw new Error(`${(e as Error).message}\n--- screen ---\n${await t.screen().catch(() => "")}`);
-  } finally {
-    await t.close();
-  }
+function pane(o: { script: string; rows?: number }, fn: (t: Tmux) => Promise<void>): Promise<void> {
+  return withPane(o, fn);
 }
 
 Deno.test(

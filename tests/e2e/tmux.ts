@@ -263,6 +263,18 @@ export class Tmux {
 }
 
 /** A scratch directory with `project/`, `outside/`, `home/`, `xdg/`; writable by the current user only. */
+/** Runs `fn` with a fresh pane; on failure the error carries the screen; the pane is always closed. */
+export async function withPane(o: StartOptions, fn: (t: Tmux) => Promise<void>): Promise<void> {
+  const t = await Tmux.start(o);
+  try {
+    await fn(t);
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\n--- screen ---\n${await t.screen().catch(() => "")}`);
+  } finally {
+    await t.close();
+  }
+}
+
 export async function makeScratch(): Promise<string> {
   const dir = await Deno.makeTempDir({ prefix: "hallpass-tty-" });
   for (const d of ["project", "outside", "home", "xdg"]) await Deno.mkdir(`${dir}/${d}`);
