@@ -193,8 +193,9 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   pty?.closeSlave();
 
   // --- the listener, handed over by the command's process right after it installed the filter
+  // On failure hallpass exits (125): its end of the socket closes and the launcher kills what it started.
+  // (SIGKILL of the launcher would orphan a command's process stuck before the hand-over.)
   if (!pollFds([mySock], 10_000)) {
-    launcher.kill("SIGKILL");
     throw new HallpassError("the launcher did not start within 10 s");
   }
   const { data, fds: stray } = recvWithFds(mySock);
@@ -210,7 +211,6 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   const commandPid = rv.getInt32(8, true);
   const listenerFd = getRemoteFd(commandPid, rv.getInt32(12, true));
   if (listenerFd < 0) {
-    launcher.kill("SIGKILL");
     throw new HallpassError(
       `cannot take the seccomp listener from the sandbox (pidfd_getfd: errno ${-listenerFd})`,
       "Yama ptrace_scope 2 or 3 forbids it; `hallpass doctor` says more",
