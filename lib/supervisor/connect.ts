@@ -26,7 +26,7 @@ import {
 import { ptrOf } from "../../ffi/libc.ts";
 import { fs } from "../../ffi/fsops.ts";
 import { canonicalAddr, type ConnectTarget, formatTarget } from "../connect_dest.ts";
-import { baseDir } from "./resolve.ts";
+import { baseDir, pathExists } from "./resolve.ts";
 
 const EACCES = 13, EFAULT = 14, EINVAL = 22, EMSGSIZE = 90, EOPNOTSUPP = 95, EINPROGRESS = 115;
 const MSG_FASTOPEN = 0x20000000;
@@ -92,15 +92,6 @@ export function sockaddrTarget(
     return { family: "unix", path };
   }
   return null;
-}
-
-function pathExists(p: string): boolean {
-  try {
-    Deno.lstatSync(p);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** Builds a sockaddr_un for an absolute path (relative paths of the program were made absolute). */

@@ -23,7 +23,7 @@ import { scopeCovers } from "../path_scope.ts";
 import { suggestExecScopes, suggestScopes } from "../suggest_scope.ts";
 import { MAGIC_PREFIX } from "../request_protocol.ts";
 import type { Answer, Op, PathScope, Question, Rule } from "../types.ts";
-import { baseDir, type Resolved, resolvePath } from "./resolve.ts";
+import { baseDir, pathExists, type Resolved, resolvePath } from "./resolve.ts";
 import { lookupInPath } from "../path_lookup.ts";
 import type { SessionConfig, ToMain } from "./session_config.ts";
 import {
@@ -358,18 +358,9 @@ export class Mediator {
       case "removexattr":
         return exists ? 0 : 2;
       case "rename":
-        return targets.length === 2 && !this.#exists(targets[0].path) ? 2 : 0;
+        return targets.length === 2 && !pathExists(targets[0].path) ? 2 : 0;
     }
     return 0;
-  }
-
-  #exists(p: string): boolean {
-    try {
-      Deno.lstatSync(p);
-      return true;
-    } catch {
-      return false;
-    }
   }
 
   #openFlags(n: Notification, c: WriteCall): number {
@@ -838,7 +829,7 @@ export class Mediator {
       return;
     }
     if (v === "deny") return this.#deny(n, "bind", r.path, "write", "rule");
-    if (this.#exists(r.path)) return this.#fail(n, 98); // EADDRINUSE, as the kernel would say
+    if (pathExists(r.path)) return this.#fail(n, 98); // EADDRINUSE, as the kernel would say
     const fd = getRemoteFd(this.proc.tgid(n.tid), Number(BigInt.asIntN(32, n.args[0])));
     if (fd < 0) return this.#fail(n, -fd);
     const p: Pending = { n, op: "write", call: null, targets: [target], fdCopy: -1, bindFd: fd, qid: 0 };
@@ -1144,4 +1135,3 @@ function openParent(path: string): { dirfd: number; name: string } {
   if (name === "" || name === "." || name === "..") return { dirfd: -EACCES, name };
   return { dirfd: openDirNoSymlinks(dir), name };
 }
-

@@ -9,6 +9,7 @@
  * `/proc/self`, `/proc/thread-self`, `/dev/fd` and `/dev/std*` mean the sandboxed process, not hallpass.
  */
 import { readlink, realpath } from "../../ffi/libc.ts";
+import { normalizePath } from "../path_scope.ts";
 
 export type Resolved =
   | { kind: "path"; path: string }
@@ -36,16 +37,14 @@ function canonicalDir(dir: string): string | number {
   return r;
 }
 
-/** Lexical normalisation: `.`, `..`, `//`, trailing `/`. The input must be absolute. */
-export function normalize(p: string): string {
-  if (!p.includes("/.") && !p.includes("//") && (p.length === 1 || !p.endsWith("/"))) return p;
-  const out: string[] = [];
-  for (const c of p.split("/")) {
-    if (c === "" || c === ".") continue;
-    if (c === "..") out.pop();
-    else out.push(c);
+/** Whether anything (a file, a directory, a dangling symlink) is at `p`. */
+export function pathExists(p: string): boolean {
+  try {
+    Deno.lstatSync(p);
+    return true;
+  } catch {
+    return false;
   }
-  return "/" + out.join("/");
 }
 
 /** Rewrites the self-referring /proc and /dev names to the sandboxed process's own. */
@@ -126,14 +125,14 @@ function normalizeKeepDots(p: string): string {
 
 /** For a path whose directory does not exist (yet): the deepest existing ancestor, then the rest lexically. */
 function lexicalFallback(full: string): Resolved {
-  const parts = normalize(full).split("/").filter(Boolean);
+  const parts = normalizePath(full, "/").split("/").filter(Boolean);
   for (let i = parts.length - 1; i >= 0; i--) {
     const head = "/" + parts.slice(0, i).join("/");
     const r = realpath(head);
     if (typeof r === "string") {
       const rest = parts.slice(i).join("/");
-      return { kind: "path", path: normalize((r === "/" ? "" : r) + "/" + rest) };
+      return { kind: "path", path: normalizePath((r === "/" ? "" : r) + "/" + rest, "/") };
     }
   }
-  return { kind: "path", path: normalize(full) };
+  return { kind: "path", path: normalizePath(full, "/") };
 }
