@@ -58,6 +58,21 @@ export interface Question {
   requestedForMs?: number;
   /** For hallpass-request `--timeout`: deny (ETIMEDOUT) when nobody answers within this (ms). */
   requestTimeoutMs?: number;
+  /**
+   * In Kubernetes (`hallpass agent`): the container the asking process runs in, as the container runtime named
+   * it (never what the container itself wrote).
+   */
+  container?: ContainerIdentity;
+}
+
+/** A container as its runtime described it to `hallpass agent` (annotations of the OCI state). */
+export interface ContainerIdentity {
+  /** Pod namespace and name, container name; "" when the runtime gave none (a bare `runc run`). */
+  namespace: string;
+  pod: string;
+  container: string;
+  /** The runtime's container id. */
+  id: string;
 }
 
 /** A backend that answers questions: no-ask, an ask program, the terminal bar, a remote one. */
