@@ -16,7 +16,7 @@
  */
 import { cstr, readlink } from "../../ffi/libc.ts";
 import { getRemoteFd, type Notification, type NotifyFd, openat2, RESOLVE } from "../../ffi/notify.ts";
-import { accessExec, fs, isDirectory, openDirNoSymlinks, readHead } from "../../ffi/fsops.ts";
+import { fs } from "../../ffi/fsops.ts";
 import { resolveSyscall } from "../../ffi/seccomp.ts";
 import { Policy } from "../policy.ts";
 import { scopeCovers } from "../path_scope.ts";
@@ -24,6 +24,7 @@ import { suggestExecScopes, suggestScopes } from "../suggest_scope.ts";
 import { MAGIC_PREFIX } from "../request_protocol.ts";
 import type { Answer, Op, PathScope, Question, Rule } from "../types.ts";
 import { baseDir, pathExists, type Resolved, resolvePath } from "./resolve.ts";
+import { view } from "./view.ts";
 import { lookupInPath } from "../path_lookup.ts";
 import type { SessionConfig, ToMain } from "./session_config.ts";
 import {
@@ -111,11 +112,12 @@ export class Mediator {
     this.#cfg = cfg;
     this.#nfd = nfd;
     this.#post = post;
+    this.#firstExecDone = !cfg.container;
     this.#floor = cfg.floor.map((f) => ({ kind: f.kind, path: f.path }));
     this.policy = new Policy(cfg.rules, {
       home: cfg.home,
       cwd: cfg.cwd,
-      lookup: (p) => lookupInPath(p, cfg.pathEnv),
+      lookup: (p) => cfg.container ? lookupInView(p, cfg.pathEnv) : lookupInPath(p, cfg.pathEnv),
       isWritable: (p) => this.#inFloor(p) || this.policy.decide("write", p, Date.now()).effect === "allow",
     });
     this.#retaint();
@@ -175,6 +177,7 @@ export class Mediator {
     this.stats.notifications++;
     const h = this.#byNr.get(n.nr);
     try {
+      if (!this.#firstExecDone && h !== "execve" && h !== "execveat") return this.#runtimeSetup(n);
       if (h === undefined) this.#deny(n, "unknown", `syscall ${n.nr}`, "write", "filter");
       else if (h === "execve" || h === "execveat") this.#exec(n, h === "execveat");
       else if (h === "bind") this.#bind(n);
@@ -193,6 +196,17 @@ export class Mediator {
         error: String(e),
       });
     }
+  }
+
+  /**
+   * A container, before its first execve: the runtime's own code runs in the process (runc opens its exec fifo
+   * through /proc/self/fd). Nothing of the container's image has run yet, so its calls pass.
+   */
+  #runtimeSetup(n: Notification): void {
+    const setupPid = this.#cfg.commandPid;
+    if (setupPid !== 0 && n.tid !== setupPid) return this.#fail(n, EACCES);
+    this.#nfd.continue(n.id);
+    this.stats.continued++;
   }
 
   // ---------------------------------------------------------------- write
@@ -328,14 +342,7 @@ export class Mediator {
   #noopErrno(n: Notification, c: WriteCall, targets: Target[]): number {
     const t = targets[targets.length - 1]; // the created end for link/rename
     if (t.anon) return 0;
-    let exists: boolean;
-    try {
-      Deno.lstatSync(t.path);
-      exists = true;
-    } catch (e) {
-      if (!(e instanceof Deno.errors.NotFound)) return 0;
-      exists = false;
-    }
+    const exists = view.exists(t.path);
     switch (c.kind) {
       case "mkdir":
       case "mknod":
@@ -499,6 +506,7 @@ export class Mediator {
       suggestedScope: choice.scopes[choice.suggested],
       scopes: choice.scopes,
     };
+    if (this.#cfg.container) q.container = this.#cfg.container.identity;
     if (p.op === "exec") {
       const argv = this.proc.argvOf(p.n, this.#nfd, p.execAt === true);
       if (argv) q.argv = argv;
@@ -842,7 +850,7 @@ export class Mediator {
     try {
       const t = p.targets[0].path;
       const i = t.lastIndexOf("/");
-      const dirfd = openDirNoSymlinks(i <= 0 ? "/" : t.slice(0, i));
+      const dirfd = view.openDir(i <= 0 ? "/" : t.slice(0, i));
       if (dirfd < 0) return dirfd;
       try {
         // Through our verified directory fd: no symlink in the directory part can redirect the bind.
@@ -933,7 +941,7 @@ export class Mediator {
         return this.#requests.handle(n, raw);
       }
     }
-    if (!this.#firstExecDone && n.tid === this.#cfg.commandPid) {
+    if (!this.#firstExecDone && (n.tid === this.#cfg.commandPid || this.#cfg.commandPid === 0)) {
       // The command hallpass was asked to run (resolved by hallpass itself before the launch).
       this.#firstExecDone = true;
       if (!this.#nfd.idValid(n.id)) return;
@@ -954,6 +962,7 @@ export class Mediator {
     const flags = at ? Number(a[4] & 0xffffffffn) : 0;
     let r: Resolved;
     if (at && path === "" && (flags & AT_EMPTY_PATH)) {
+      view.noteSelf(n.tid);
       r = resolvePath(`/proc/${n.tid}/fd/${Number(BigInt.asIntN(32, a[0]))}`, "/", true, n.tid, n.tid);
     } else if (!path.startsWith("/")) {
       const b = baseDir(n.tid, at ? Number(BigInt.asIntN(32, a[0])) : -100);
@@ -1079,6 +1088,7 @@ function procPath(path: string, tid: number, tgid: () => number, dirfd: number):
   const p = path.replace(/\/{2,}/g, "/");
   if (p !== "/proc" && !p.startsWith("/proc/")) return null;
   const g = tgid();
+  view.noteSelf(g);
   return p.replace(/^\/proc\/thread-self(?=\/|$)/, `/proc/${g}/task/${tid}`).replace(
     /^\/proc\/self(?=\/|$)/,
     `/proc/${g}`,
@@ -1087,7 +1097,7 @@ function procPath(path: string, tid: number, tgid: () => number, dirfd: number):
 
 /** The canonical interpreter of a `#!` script (resolved as the kernel does, from the thread's cwd), else null. */
 function shebang(path: string, tid: number): string | null {
-  const head = readHead(path);
+  const head = view.readHead(path);
   if (head === null) return null;
   if (head[0] !== 0x23 || head[1] !== 0x21) return null;
   const nl = head.indexOf(10);
@@ -1106,25 +1116,32 @@ function shebang(path: string, tid: number): string | null {
 
 /** Whether `a` and `b` (both followed) are the same file. */
 function sameFile(a: string, b: string): boolean {
-  try {
-    const x = Deno.statSync(a), y = Deno.statSync(b);
-    return x.dev === y.dev && x.ino === y.ino && x.ino !== null;
-  } catch {
-    return false;
-  }
+  const x = view.fileId(a), y = view.fileId(b);
+  return x !== null && y !== null && x[0] === y[0] && x[1] === y[1];
 }
 
 /** ENOENT, ENOTDIR or EACCES when execve would fail on `path` for those reasons, else 0. */
 function notRunnable(path: string): number {
-  const r = accessExec(path); // access(X_OK): one system call, real ids (the sandbox's own)
+  const r = view.accessExec(path); // access(X_OK): one system call, real ids (the sandbox's own)
   if (r === -2 || r === -20 || r === -13) return -r;
   if (r < 0) return 0; // anything else: let the kernel say it
-  return isDirectory(path) ? EACCES : 0;
+  return view.isDirectory(path) ? EACCES : 0;
 }
 
 function startsWithMagic(raw: Uint8Array): boolean {
   for (let i = 0; i < MAGIC_PREFIX.length; i++) if (raw[i] !== MAGIC_PREFIX.charCodeAt(i)) return false;
   return true;
+}
+
+/** A program name in the container's $PATH, looked up inside its root. */
+function lookupInView(prog: string, pathEnv: string): string | null {
+  if (prog.includes("/")) return prog;
+  for (const dir of pathEnv.split(":")) {
+    if (!dir.startsWith("/")) continue;
+    const p = `${dir}/${prog}`;
+    if (view.accessExec(p) === 0 && !view.isDirectory(p)) return p;
+  }
+  return null;
 }
 
 /** Opens the canonical parent of `path` without following symlinks; returns its fd and the last name. */
@@ -1133,5 +1150,5 @@ function openParent(path: string): { dirfd: number; name: string } {
   const dir = i <= 0 ? "/" : path.slice(0, i);
   const name = path.slice(i + 1);
   if (name === "" || name === "." || name === "..") return { dirfd: -EACCES, name };
-  return { dirfd: openDirNoSymlinks(dir), name };
+  return { dirfd: view.openDir(dir), name };
 }

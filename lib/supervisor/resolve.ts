@@ -8,7 +8,8 @@
  *
  * `/proc/self`, `/proc/thread-self`, `/dev/fd` and `/dev/std*` mean the sandboxed process, not hallpass.
  */
-import { readlink, realpath } from "../../ffi/libc.ts";
+import { readlink } from "../../ffi/libc.ts";
+import { view } from "./view.ts";
 import { normalizePath } from "../path_scope.ts";
 
 export type Resolved =
@@ -31,7 +32,7 @@ function canonicalDir(dir: string): string | number {
   }
   const hit = dirCache.get(dir);
   if (hit !== undefined) return hit;
-  const r = realpath(dir);
+  const r = view.realpath(dir);
   // Not through /proc: what /proc/PID/fd/N or /proc/PID/cwd names changes with every dup2 or chdir.
   if (typeof r === "string" && !dir.startsWith("/proc/")) dirCache.set(dir, r);
   return r;
@@ -39,16 +40,17 @@ function canonicalDir(dir: string): string | number {
 
 /** Whether anything (a file, a directory, a dangling symlink) is at `p`. */
 export function pathExists(p: string): boolean {
-  try {
-    Deno.lstatSync(p);
-    return true;
-  } catch {
-    return false;
-  }
+  return view.exists(p);
 }
 
 /** Rewrites the self-referring /proc and /dev names to the sandboxed process's own. */
 export function rewriteSelf(p: string, tgid: number, tid: number): string {
+  const r = rewriteSelfOnly(p, tgid, tid);
+  if (r !== p) view.noteSelf(tgid);
+  return r;
+}
+
+function rewriteSelfOnly(p: string, tgid: number, tid: number): string {
   if (p.startsWith("/proc/self/") || p === "/proc/self") return `/proc/${tgid}` + p.slice(10);
   if (p.startsWith("/proc/thread-self/") || p === "/proc/thread-self") {
     return `/proc/${tgid}/task/${tid}` + p.slice(17);
@@ -96,7 +98,7 @@ export function resolvePath(p: string, base: string, follow: boolean, tgid: numb
     const cdir = r;
     const candidate = cdir === "/" ? "/" + name : cdir + "/" + name;
     if (!follow) return { kind: "path", path: candidate };
-    const link = readlink(candidate);
+    const link = view.readlink(candidate);
     if (typeof link === "number") return { kind: "path", path: candidate }; // not a symlink, or absent
     if (candidate.startsWith("/proc/") && (link.endsWith(" (deleted)") || link.startsWith("/memfd:"))) {
       // A magic link to a file without a path (a memfd, a deleted file). Its text is not a path: a memfd
@@ -128,7 +130,7 @@ function lexicalFallback(full: string): Resolved {
   const parts = normalizePath(full, "/").split("/").filter(Boolean);
   for (let i = parts.length - 1; i >= 0; i--) {
     const head = "/" + parts.slice(0, i).join("/");
-    const r = realpath(head);
+    const r = view.realpath(head);
     if (typeof r === "string") {
       const rest = parts.slice(i).join("/");
       return { kind: "path", path: normalizePath((r === "/" ? "" : r) + "/" + rest, "/") };

@@ -1,7 +1,7 @@
 /**
  * What the main thread hands the supervisor Worker: plain data (structured-clonable), built once per run.
  */
-import type { Answer, Question, Rule } from "../types.ts";
+import type { Answer, ContainerIdentity, Question, Rule } from "../types.ts";
 
 export interface SessionConfig {
   listenerFd: number;
@@ -30,6 +30,13 @@ export interface SessionConfig {
   logPath: string | null;
   /** The command's umask (the supervisor runs with umask 0 and applies the command's itself). */
   umask: number;
+  /**
+   * `hallpass agent`: the sandbox is a container the runtime set up. Paths are looked up inside its root (that
+   * of `rootPid`), there is no floor (every allowed write is emulated), and until the first execve on this
+   * listener every call is the runtime's own setup (runc's exec fifo, …) and passes; `commandPid` 0 means the
+   * runtime did not say which process that is (crun for exec'd processes).
+   */
+  container?: { rootPid: number; identity: ContainerIdentity };
 }
 
 export type ToMain =

@@ -10,6 +10,7 @@
 import { close, libc, Poller } from "../../ffi/libc.ts";
 import { type Notification, NotifyFd } from "../../ffi/notify.ts";
 import { Mediator } from "./mediator.ts";
+import { ContainerView, setView } from "./view.ts";
 import type { SessionConfig, ToMain, ToWorker } from "./session_config.ts";
 
 const inbox: ToWorker[] = [];
@@ -48,6 +49,11 @@ async function main(): Promise<void> {
   if (init.t !== "init") throw new Error("supervisor worker: expected init");
   const cfg: SessionConfig = init.config;
   state = new Int32Array(cfg.posted);
+  if (cfg.container) {
+    const v = ContainerView.open(cfg.container.rootPid);
+    if (typeof v === "number") throw new Error(`cannot open the container's root (errno ${-v})`);
+    setView(v);
+  }
   const nfd = new NotifyFd(cfg.listenerFd);
   nfd.trySyncWakeup();
   const m = new Mediator(cfg, nfd, post);

@@ -74,18 +74,12 @@ Deno.test(
     const marker = `hp-term-${Deno.pid}-${Date.now()}`;
     await pane({
       script:
-        `hp -- sh -c 'echo x > "$DIR/outside/f"; sleep 30' ${marker}; echo "rc=$?"; stty -a > "$DIR/stty.txt" 2>&1`,
+        `hpp -- sh -c 'echo x > "$DIR/outside/f"; sleep 30' ${marker}; echo "rc=$?"; stty -a > "$DIR/stty.txt" 2>&1`,
     }, async (t) => {
       await t.waitBar();
-      const pane = await t.panePid();
-      const hp = (await pgrep("main.ts")).filter((p) => {
-        try {
-          return Deno.readTextFileSync(`/proc/${p}/stat`).split(") ")[1].split(" ")[1] === String(pane);
-        } catch {
-          return false;
-        }
-      });
-      assertEquals(hp.length, 1, `hallpass under pane ${pane}: ${hp}`);
+      const hp = [Number((await Deno.readTextFile(`${t.dir}/hp.pid`)).trim())];
+      const cmdline = await Deno.readTextFile(`/proc/${hp[0]}/cmdline`);
+      assert(cmdline.includes("main.ts"), `hallpass is pid ${hp[0]}: ${cmdline}`);
       Deno.kill(hp[0], "SIGTERM");
       const s = await t.waitText(/^rc=\d+$/m);
       assert(/^rc=143$/m.test(s), s);

@@ -86,6 +86,8 @@ export class Tmux {
       "#!/bin/sh",
       `DIR=${q(dir)}; export DIR`,
       `hp() { ${HALLPASS} "$@"; }`,
+      // hallpass with its pid in $DIR/hp.pid (a subshell that records its own pid, then becomes hallpass).
+      `hpp() { ( sh -c 'echo $PPID' > "$DIR/hp.pid"; exec ${HALLPASS} "$@" ); }`,
       `XDG_CONFIG_HOME="$DIR/xdg"; export XDG_CONFIG_HOME`,
       `HOME="$DIR/home"; export HOME`,
       `SHELL=/bin/sh; export SHELL`,
@@ -269,7 +271,9 @@ export async function withPane(o: StartOptions, fn: (t: Tmux) => Promise<void>):
   try {
     await fn(t);
   } catch (e) {
-    throw new Error(`${(e as Error).message}\n--- screen ---\n${await t.screen().catch(() => "")}`);
+    // The message last: CI shows the end of the output.
+    const screen = await t.screen().catch(() => "");
+    throw new Error(`--- screen ---\n${screen}\n--- ${(e as Error).message}`);
   } finally {
     await t.close();
   }
