@@ -46,6 +46,20 @@ async function main(argv: string[]): Promise<number> {
       const { rulesCommand } = await import("./lib/rules_command.ts");
       return rulesCommand(inv.args, inv.opts);
     }
+    case "agent": {
+      const { agentCommand } = await import("./lib/agent/agent_cli.ts");
+      return await agentCommand(inv.args);
+    }
+    case "answer": {
+      const { answerMain, parseAnswerArgs } = await import("./lib/agent/answer_client.ts");
+      const a = parseAnswerArgs(inv.args);
+      if ("help" in a) {
+        console.log(a.help);
+        return 0;
+      }
+      if ("error" in a) throw new UsageError(`answer: ${a.error}`);
+      return await answerMain(a);
+    }
     case "run": {
       const plan = makePlan(inv.opts, (k) => Deno.env.get(k));
       const interactive = Deno.stdin.isTerminal() && Deno.stdout.isTerminal();

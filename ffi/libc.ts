@@ -146,6 +146,7 @@ export const AT = {
 } as const;
 
 export const SYS = {
+  fcntl: 72,
   seccomp: 317,
   memfd_create: 319,
   process_vm_readv: 310,
@@ -156,6 +157,11 @@ export const SYS = {
   landlock_add_rule: 445,
   landlock_restrict_self: 446,
 } as const;
+
+/** fcntl(F_DUPFD_CLOEXEC): a close-on-exec copy of `fd`, or -errno. */
+export function dupCloexec(fd: number): number {
+  return sys(SYS.fcntl, fd, 1030, 3);
+}
 
 export function close(fd: number): void {
   if (fd >= 0) libc().close(fd);

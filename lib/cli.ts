@@ -30,6 +30,8 @@ export type Invocation =
   | { kind: "agents" }
   | { kind: "doctor"; json: boolean }
   | { kind: "rules"; args: string[]; opts: CliOptions }
+  | { kind: "agent"; args: string[] }
+  | { kind: "answer"; args: string[] }
   | { kind: "run"; opts: CliOptions };
 
 export const HELP =
@@ -39,6 +41,8 @@ network connects wait for your answer.
 usage: hallpass [OPTIONS] [--] [COMMAND [ARG...]]     (no COMMAND: $SHELL, else /bin/sh)
        hallpass doctor                               what this kernel and machine support
        hallpass rules [write|exec|connect TARGET]    the rules, and which one decides an operation
+       hallpass agent [OPTIONS]                      Kubernetes node agent (hallpass agent --help)
+       hallpass answer [--agent URL]                 answer an agent's questions (hallpass answer --help)
 
 options:
   --project DIR          the project directory (default: the current directory); writes below it go through
@@ -162,6 +166,9 @@ export function parseCommandLine(argv: string[]): Invocation {
   }
   const rest = argv.slice(i);
   const explicit = i > 0 && argv[i - 1] === "--";
+  if (!explicit && i === 0 && (rest[0] === "agent" || rest[0] === "answer")) {
+    return { kind: rest[0], args: rest.slice(1) };
+  }
   if (!explicit && rest[0] === "doctor") {
     if (i > 0) throw new UsageError("hallpass doctor takes no options");
     const extra = rest.slice(1);

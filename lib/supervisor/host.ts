@@ -38,6 +38,7 @@ export class SupervisorHost {
   /** Messages the Worker posted (shared counter) and messages received here. */
   readonly #posted = new SharedArrayBuffer(8);
   #received = 0;
+  #stopped: (() => void) | null = null;
 
   constructor(cfg: Omit<SessionConfig, "wakeFd" | "posted">, o: HostOptions) {
     this.#cfg = cfg;
@@ -92,6 +93,7 @@ export class SupervisorHost {
         }
         break;
       case "stopped":
+        this.#stopped?.();
         break;
       case "fatal":
         this.#o.onFatal(m.message);
@@ -142,6 +144,29 @@ export class SupervisorHost {
    * After the sandbox is gone: receive every message the Worker posted (it counts them), then stop it. The
    * Worker may be waiting in RECV for a notification that can no longer come, so it is not asked to help.
    */
+  /**
+   * Stops mediating while the sandbox goes on (the agent hands the listener to its successor): the Worker leaves
+   * its loop between notifications, denies what was waiting for an answer (EACCES), and closes its copy of the
+   * listener. Resolves when it has.
+   */
+  async halt(timeoutMs = 5000): Promise<boolean> {
+    this.#closing = true;
+    const w = this.#worker;
+    if (!w) return true;
+    const done = new Promise<boolean>((r) => {
+      this.#stopped = () => r(true);
+      setTimeout(() => r(false), timeoutMs);
+    });
+    this.#send({ t: "stop" });
+    const ok = await done;
+    for (const ac of this.#aborts.values()) ac.abort();
+    w.terminate();
+    close(this.#wakeR);
+    close(this.#wakeW);
+    this.#worker = null;
+    return ok;
+  }
+
   async stop(): Promise<void> {
     this.#closing = true;
     for (const ac of this.#aborts.values()) ac.abort();

@@ -112,7 +112,7 @@ export class Mediator {
     this.#cfg = cfg;
     this.#nfd = nfd;
     this.#post = post;
-    this.#firstExecDone = !cfg.container;
+    this.#firstExecDone = !cfg.container || cfg.container.setupDone === true;
     this.#floor = cfg.floor.map((f) => ({ kind: f.kind, path: f.path }));
     this.policy = new Policy(cfg.rules, {
       home: cfg.home,

@@ -36,7 +36,12 @@ export interface SessionConfig {
    * listener every call is the runtime's own setup (runc's exec fifo, …) and passes; `commandPid` 0 means the
    * runtime did not say which process that is (crun for exec'd processes).
    */
-  container?: { rootPid: number; identity: ContainerIdentity };
+  container?: {
+    rootPid: number;
+    identity: ContainerIdentity;
+    /** Taken over from another agent: the runtime's setup is long over. */
+    setupDone?: boolean;
+  };
 }
 
 export type ToMain =

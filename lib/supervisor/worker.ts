@@ -77,7 +77,9 @@ async function main(): Promise<void> {
       dirty = false;
     }
     const busy = m.pendingCount > 0 || connecting.length > 0;
-    if (!busy && listenerOpen && inbox.length === 0 && received === announced) {
+    // (Not for a container: the agent may have to stop this loop to hand the listener over, and a Worker
+    // blocked in RECV could only leave it with a notification taken and never answered.)
+    if (!busy && listenerOpen && !cfg.container && inbox.length === 0 && received === announced) {
       // Nothing pending: only a notification can matter now. Wait for it in RECV itself.
       const n = nfd.recv();
       if (n) handle(m, n);

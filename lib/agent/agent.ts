@@ -1,0 +1,410 @@
+/**
+ * `hallpass agent`: the node agent for Kubernetes (SPEC §8). Container runtimes (runc, crun, containerd, CRI-O)
+ * connect to its socket — the seccomp profile's `listenerPath` — and hand over each container process's seccomp
+ * notification fd with a JSON ContainerProcessState. The agent mediates every such container with the same
+ * engine as a workstation (a supervisor Worker per container, lib/supervisor/), under the rules for its pod,
+ * and sends what would ask to people outside (lib/agent/answer_service.ts): `hallpass answer` or a web page.
+ *
+ * Differences from a workstation, all deliberate:
+ * - No Landlock floor: the runtime set the container up, so nothing is continued after a check; every allowed
+ *   write and connect is emulated, inside the container's root (openat2 RESOLVE_IN_ROOT, lib/supervisor/view.ts).
+ * - Until a container process's first execve, the runtime's own code runs in it: its calls pass.
+ * - A restart hands the listeners over: a new agent started on the same socket asks the running one (through
+ *   SOCKET.handover) for every listener fd and the listening socket itself, so runtimes and running pods never
+ *   see the change. Only questions waiting for a person at that moment are denied (EACCES).
+ */
+import { close, dupCloexec, libc, recvWithFds, sendWithFds } from "../../ffi/libc.ts";
+import { acceptUnix, connectUnix, listenUnix } from "../../ffi/unix_socket.ts";
+import { NoAsk } from "../ask/no_ask.ts";
+import { parseRules } from "../rules_file.ts";
+import { SupervisorHost } from "../supervisor/host.ts";
+import { Summary } from "../summary.ts";
+import type { AskBackend, Rule } from "../types.ts";
+import { UsageError } from "../types.ts";
+import {
+  describeContainer,
+  MAX_STATE_BYTES,
+  parseProcessState,
+  podRuleFiles,
+  type ProcessState,
+} from "./runtime_state.ts";
+
+export interface AgentOptions {
+  /** The socket runtimes connect to (the profile's listenerPath). */
+  socket: string;
+  /** Directory of rules files (`default.rules`, `NAMESPACE.rules`, `NAMESPACE.POD.rules`), or null: no rules. */
+  rulesDir: string | null;
+  /** HOST:PORT of the answer service (web page and `hallpass answer`), or null: nobody is asked (deny). */
+  listen: string | null;
+  tokenFile: string | null;
+  askTimeoutMs: number;
+  /** JSON lines, one per decision, or null. */
+  logPath: string | null;
+  mediate: { exec: boolean; connect: boolean };
+  /** Called once the agent serves (its socket is there): tests and `--ready-file`. */
+  onReady?: () => void;
+}
+
+/** A container's PATH when a rule names a program without a path (the usual image default). */
+const CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+const STATE_TIMEOUT_MS = 5000;
+
+interface Container {
+  state: ProcessState;
+  /** Our copy of the listener (the Worker closes its own copy when it stops). */
+  listenerFd: number;
+  host: SupervisorHost;
+  label: string;
+}
+
+/** What one agent hands to the next: a listener and what is known of its container. */
+interface HandedOver {
+  kind: "container";
+  state: ProcessState;
+}
+
+export class Agent {
+  readonly #o: AgentOptions;
+  readonly #warn: (line: string) => void;
+  readonly #containers = new Set<Container>();
+  #backend: AskBackend = new NoAsk();
+  #closeBackend: () => Promise<void> | void = () => {};
+  #listenFd = -1;
+  #handoverFd = -1;
+  #stopping = false;
+  #done: (code: number) => void = () => {};
+  readonly finished: Promise<number>;
+
+  constructor(o: AgentOptions, warn: (line: string) => void) {
+    this.#o = o;
+    this.#warn = warn;
+    this.finished = new Promise((r) => (this.#done = r));
+  }
+
+  /** Number of containers being mediated. */
+  get containers(): number {
+    return this.#containers.size;
+  }
+
+  async start(): Promise<void> {
+    if (this.#o.listen) {
+      if (!this.#o.tokenFile) throw new UsageError("--listen needs --token-file (who may answer)");
+      const { AnswerService, loadTokens } = await import("./answer_service.ts");
+      const tokens = await loadTokens(this.#o.tokenFile);
+      const svc = await AnswerService.start({
+        listen: this.#o.listen,
+        tokens,
+        timeoutMs: this.#o.askTimeoutMs,
+        logPath: this.#o.logPath ? this.#o.logPath + ".answers" : null,
+        warn: this.#warn,
+      });
+      this.#backend = svc.backend();
+      this.#closeBackend = () => svc.close();
+      const a = svc.address;
+      this.#warn(`hallpass agent: questions at http://${a.hostname}:${a.port}/`);
+    }
+    const inherited = await this.#takeOver();
+    if (inherited < 0) {
+      try {
+        Deno.removeSync(this.#o.socket); // a socket left by an agent that is gone
+      } catch { /* none */ }
+      this.#listenFd = listenUnix(this.#o.socket);
+    }
+    const hp = this.#o.socket + ".handover";
+    try {
+      Deno.removeSync(hp);
+    } catch { /* none */ }
+    this.#handoverFd = listenUnix(hp, "seqpacket");
+    this.#acceptLoop();
+    this.#handoverLoop();
+    this.#warn(
+      `hallpass agent: serving ${this.#o.socket}` +
+        (inherited >= 0 ? ` (took over ${inherited} containers)` : ""),
+    );
+    this.#o.onReady?.();
+  }
+
+  /** Stops accepting and mediating (SIGTERM with no successor): pending questions are denied. */
+  async stop(code = 0): Promise<void> {
+    if (this.#stopping) return;
+    this.#stopping = true;
+    close(this.#listenFd);
+    close(this.#handoverFd);
+    for (const c of this.#containers) await c.host.stop();
+    await this.#closeBackend();
+    this.#done(code);
+  }
+
+  // ------------------------------------------------------------------ runtime connections
+
+  async #acceptLoop(): Promise<void> {
+    while (!this.#stopping) {
+      const ev = await pollIn(this.#listenFd, 1000);
+      if (this.#stopping) return;
+      if (ev <= 0) continue;
+      const conn = acceptUnix(this.#listenFd);
+      if (!conn) continue;
+      this.#runtimeConnection(conn).catch((e) => this.#warn(`hallpass agent: ${(e as Error).message}`));
+    }
+  }
+
+  async #runtimeConnection(conn: { fd: number; pid: number; uid: number }): Promise<void> {
+    let fds: number[] = [];
+    try {
+      // Only the runtime (root, or the agent's own user) may hand over containers: the socket is 0600 too.
+      if (conn.uid !== 0 && conn.uid !== Deno.uid()) {
+        this.#warn(`hallpass agent: refused a connection from uid ${conn.uid} (pid ${conn.pid})`);
+        return;
+      }
+      const msg = await readMessage(conn.fd, MAX_STATE_BYTES, STATE_TIMEOUT_MS);
+      fds = msg.fds;
+      const state = parseProcessState(new TextDecoder().decode(msg.data));
+      const fd = fds[state.seccompFdIndex];
+      if (fd === undefined) throw new Error("the runtime's message carried no seccomp fd");
+      fds = fds.filter((f) => f !== fd);
+      this.#mediate(state, fd, false);
+    } catch (e) {
+      this.#warn(`hallpass agent: runtime connection from pid ${conn.pid}: ${(e as Error).message}`);
+    } finally {
+      fds.forEach(close);
+      close(conn.fd);
+    }
+  }
+
+  #rulesFor(state: ProcessState): Rule[] {
+    const dir = this.#o.rulesDir;
+    if (!dir) return [];
+    const rules: Rule[] = [];
+    for (const name of podRuleFiles(state.identity)) {
+      const file = `${dir}/${name}`;
+      let text: string;
+      try {
+        text = Deno.readTextFileSync(file);
+      } catch {
+        continue; // not every level has a file
+      }
+      rules.push(...parseRules(text, { file, project: false, cwd: "/", home: "/root", lookup: () => null }));
+    }
+    return rules;
+  }
+
+  /** Starts mediating one container process's listener. */
+  #mediate(state: ProcessState, listenerFd: number, running: boolean): void {
+    const label = describeContainer(state.identity);
+    const rootPid = state.pid || state.initPid;
+    let rules: Rule[];
+    try {
+      rules = this.#rulesFor(state);
+    } catch (e) {
+      // Fail closed: with its rules unreadable the container is not mediated, and its trapped calls fail.
+      this.#warn(`hallpass agent: ${label}: ${(e as Error).message}; its mediated calls will fail`);
+      close(listenerFd);
+      return;
+    }
+    const workerFd = dupCloexec(listenerFd);
+    if (workerFd < 0) {
+      close(listenerFd);
+      this.#warn(`hallpass agent: ${label}: cannot copy its listener (errno ${-workerFd})`);
+      return;
+    }
+    const summary = new Summary();
+    let c: Container | null = null;
+    const host = new SupervisorHost({
+      listenerFd: workerFd,
+      // The process the runtime set up: its first execve is the runtime's. crun says 0 for exec'd processes.
+      commandPid: running ? -1 : state.pid,
+      launcherPid: 0,
+      project: "/.hallpass-no-project",
+      home: "/root",
+      cwd: "/",
+      floor: [],
+      rules,
+      mediate: this.#o.mediate,
+      noAsk: this.#backend instanceof NoAsk,
+      pathEnv: CONTAINER_PATH,
+      logPath: this.#o.logPath,
+      umask: 0o022,
+      container: { rootPid, identity: state.identity, setupDone: running },
+    }, {
+      backend: this.#backend,
+      summary,
+      warn: this.#warn,
+      rulesFile: null,
+      printDenials: true,
+      onFatal: (message) => {
+        // Fail closed: without a supervisor the container's trapped calls fail (ENOSYS).
+        this.#warn(`hallpass agent: ${label}: supervisor failed (${message}); its mediated calls will fail`);
+        if (c) this.#drop(c);
+      },
+    });
+    c = { state, listenerFd, host, label };
+    this.#containers.add(c);
+    host.startWhenNeeded();
+    if (!running) this.#warn(`hallpass agent: ${label}: mediating pid ${rootPid || "(exec)"}`);
+    const mine = c;
+    waitHangup(listenerFd).then(async () => {
+      if (!this.#containers.has(mine)) return;
+      this.#containers.delete(mine);
+      await host.stop();
+      close(listenerFd);
+    });
+  }
+
+  #drop(c: Container): void {
+    if (!this.#containers.delete(c)) return;
+    c.host.stop();
+    close(c.listenerFd);
+  }
+
+  // ------------------------------------------------------------------ hand-over between agents
+
+  /** Asks a running agent for its containers; the number taken over, or -1 when there is no agent. */
+  async #takeOver(): Promise<number> {
+    const fd = connectUnix(this.#o.socket + ".handover", "seqpacket");
+    if (fd < 0) return -1;
+    let n = 0;
+    try {
+      for (;;) {
+        const msg = await readMessage(fd, 65536, 30_000, true);
+        if (msg.data.length === 0) throw new Error("the running agent hung up during the hand-over");
+        const m = JSON.parse(new TextDecoder().decode(msg.data)) as HandedOver | { kind: "listen" | "done" };
+        if (m.kind === "done") break;
+        if (m.kind === "listen") {
+          this.#listenFd = msg.fds[0];
+          continue;
+        }
+        if (msg.fds.length !== 1 || m.kind !== "container") {
+          throw new Error("a hand-over message without its listener");
+        }
+        this.#mediate(m.state, msg.fds[0], true);
+        n++;
+      }
+    } catch (e) {
+      this.#warn(`hallpass agent: the hand-over failed: ${(e as Error).message}`);
+      if (this.#listenFd < 0) return -1;
+    } finally {
+      close(fd);
+    }
+    if (this.#listenFd < 0) return -1;
+    // The listening socket came from the old agent: make it non-blocking here too (it is the same file).
+    return n;
+  }
+
+  async #handoverLoop(): Promise<void> {
+    while (!this.#stopping) {
+      const ev = await pollIn(this.#handoverFd, 1000);
+      if (this.#stopping) return;
+      if (ev <= 0) continue;
+      const conn = acceptUnix(this.#handoverFd);
+      if (!conn) continue;
+      if (conn.uid !== 0 && conn.uid !== Deno.uid()) {
+        close(conn.fd);
+        continue;
+      }
+      await this.#handOver(conn.fd);
+      return;
+    }
+  }
+
+  /** Gives every listener and the listening socket to the agent connected on `fd`, then ends this one. */
+  async #handOver(fd: number): Promise<void> {
+    this.#stopping = true;
+    this.#warn(`hallpass agent: handing ${this.#containers.size} containers over to a new agent`);
+    const enc = new TextEncoder();
+    try {
+      for (const c of [...this.#containers]) {
+        this.#containers.delete(c);
+        await c.host.halt();
+        const m: HandedOver = { kind: "container", state: c.state };
+        sendBlocking(fd, enc.encode(JSON.stringify(m)), [c.listenerFd]);
+        close(c.listenerFd);
+      }
+      sendBlocking(fd, enc.encode(JSON.stringify({ kind: "listen" })), [this.#listenFd]);
+      sendBlocking(fd, enc.encode(JSON.stringify({ kind: "done" })), []);
+    } catch (e) {
+      this.#warn(`hallpass agent: the hand-over failed: ${(e as Error).message}`);
+    }
+    close(fd);
+    close(this.#listenFd);
+    close(this.#handoverFd);
+    await this.#closeBackend();
+    this.#done(0);
+  }
+}
+
+function sendBlocking(fd: number, data: Uint8Array, fds: number[]): void {
+  const b = new Uint8Array(data.length);
+  b.set(data);
+  sendWithFds(fd, b, fds);
+}
+
+/** poll(POLLIN) with a timeout, off the event loop's thread: revents, 0 on timeout. */
+async function pollIn(fd: number, timeoutMs: number): Promise<number> {
+  const buf = new Uint8Array(128);
+  const dv = new DataView(buf.buffer);
+  dv.setInt32(0, fd, true);
+  dv.setInt16(4, 1, true);
+  const r = await libc().poll_nb(buf, 1n, timeoutMs);
+  return r > 0 ? dv.getInt16(6, true) : 0;
+}
+
+/** Resolves when `fd` reports POLLHUP (a seccomp listener: every process of its filter is gone). */
+async function waitHangup(fd: number): Promise<void> {
+  const buf = new Uint8Array(128);
+  const dv = new DataView(buf.buffer);
+  dv.setInt32(0, fd, true);
+  dv.setInt16(4, 0, true); // no events: only POLLHUP/POLLERR/POLLNVAL wake it
+  for (;;) {
+    const r = await libc().poll_nb(buf, 1n, -1);
+    if (r > 0) return;
+  }
+}
+
+/**
+ * One message from a stream socket: the bytes up to EOF (or, with `oneRead`, one read) and any fds that came
+ * with them. A runtime may split its JSON over several reads; everything must arrive within `timeoutMs`.
+ */
+async function readMessage(
+  fd: number,
+  max: number,
+  timeoutMs: number,
+  oneRead = false,
+): Promise<{ data: Uint8Array; fds: number[] }> {
+  const deadline = Date.now() + timeoutMs;
+  const parts: Uint8Array[] = [];
+  const fds: number[] = [];
+  let total = 0;
+  for (;;) {
+    const left = deadline - Date.now();
+    if (left <= 0) {
+      fds.forEach(close);
+      throw new Error("the peer sent nothing complete in time");
+    }
+    const ev = await pollIn(fd, Math.min(left, 1000));
+    if (ev === 0) continue;
+    let r: { data: Uint8Array; fds: number[] };
+    try {
+      r = recvWithFds(fd, 65536);
+    } catch (e) {
+      if ((e as { errno?: number }).errno === 11) continue; // EAGAIN
+      fds.forEach(close);
+      throw e;
+    }
+    fds.push(...r.fds);
+    if (r.data.length === 0) break;
+    parts.push(r.data);
+    total += r.data.length;
+    if (total > max) {
+      fds.forEach(close);
+      throw new Error(`the peer's message is larger than ${max} bytes`);
+    }
+    if (oneRead) break;
+  }
+  const data = new Uint8Array(total);
+  let off = 0;
+  for (const p of parts) {
+    data.set(p, off);
+    off += p.length;
+  }
+  return { data, fds };
+}
