@@ -156,7 +156,8 @@ export class Agent {
         this.#warn(`hallpass agent: refused a connection from uid ${conn.uid} (pid ${conn.pid})`);
         return;
       }
-      const msg = await readMessage(conn.fd, MAX_STATE_BYTES, STATE_TIMEOUT_MS);
+      // runc keeps the connection open after sending: the message ends where the JSON does.
+      const msg = await readMessage(conn.fd, MAX_STATE_BYTES, STATE_TIMEOUT_MS, false, isCompleteJson);
       fds = msg.fds;
       const state = parseProcessState(new TextDecoder().decode(msg.data));
       const fd = fds[state.seccompFdIndex];
@@ -369,6 +370,7 @@ async function readMessage(
   max: number,
   timeoutMs: number,
   oneRead = false,
+  complete: (data: Uint8Array) => boolean = () => false,
 ): Promise<{ data: Uint8Array; fds: number[] }> {
   const deadline = Date.now() + timeoutMs;
   const parts: Uint8Array[] = [];
@@ -398,13 +400,29 @@ async function readMessage(
       fds.forEach(close);
       throw new Error(`the peer's message is larger than ${max} bytes`);
     }
-    if (oneRead) break;
+    if (oneRead || complete(concat(parts, total))) break;
   }
+  return { data: concat(parts, total), fds };
+}
+
+function concat(parts: Uint8Array[], total: number): Uint8Array {
+  if (parts.length === 1) return parts[0];
   const data = new Uint8Array(total);
   let off = 0;
   for (const p of parts) {
     data.set(p, off);
     off += p.length;
   }
-  return { data, fds };
+  return data;
+}
+
+/** Whether the bytes are one whole JSON object (a runtime's state may come in several reads). */
+function isCompleteJson(data: Uint8Array): boolean {
+  if (data[data.length - 1] !== 0x7d /* } */ && data[data.length - 1] !== 0x0a) return false;
+  try {
+    JSON.parse(new TextDecoder().decode(data));
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -103,6 +103,8 @@ export class Mediator {
   #nextQid = 1;
   /** The main thread answers the command's own exec before the Worker starts. */
   #firstExecDone = true;
+  /** A container's runtime executable (dev, ino), while its setup runs (see #inRuntimeSetup). */
+  #setupExe: [number, number] | null = null;
   readonly proc: ProcInfo;
   readonly #requests: RequestHandler;
   readonly #log: Deno.FsFile | null;
@@ -177,7 +179,11 @@ export class Mediator {
     this.stats.notifications++;
     const h = this.#byNr.get(n.nr);
     try {
-      if (!this.#firstExecDone && h !== "execve" && h !== "execveat") return this.#runtimeSetup(n);
+      if (!this.#firstExecDone && this.#cfg.container && this.#inRuntimeSetup(n)) {
+        this.#nfd.continue(n.id);
+        this.stats.continued++;
+        return;
+      }
       if (h === undefined) this.#deny(n, "unknown", `syscall ${n.nr}`, "write", "filter");
       else if (h === "execve" || h === "execveat") this.#exec(n, h === "execveat");
       else if (h === "bind") this.#bind(n);
@@ -199,14 +205,27 @@ export class Mediator {
   }
 
   /**
-   * A container, before its first execve: the runtime's own code runs in the process (runc opens its exec fifo
-   * through /proc/self/fd). Nothing of the container's image has run yet, so its calls pass.
+   * A container process before its first execve: the runtime's own code runs in it (runc opens its exec fifo
+   * through /proc/self/fd, then execs the entrypoint), so its calls pass. "Before" is told by the process's
+   * executable: still the file it was at the first notification on this fresh listener (the runtime's, since
+   * nothing of the container's image can run before an exec is answered). A comparison rather than a flag,
+   * because an exec notification can be interrupted and re-sent (runc is a Go program: its preemption
+   * signals do that), and the re-sent one is the runtime's exec still.
    */
-  #runtimeSetup(n: Notification): void {
+  #inRuntimeSetup(n: Notification): boolean {
     const setupPid = this.#cfg.commandPid;
-    if (setupPid !== 0 && n.tid !== setupPid) return this.#fail(n, EACCES);
-    this.#nfd.continue(n.id);
-    this.stats.continued++;
+    if (setupPid !== 0 && n.tid !== setupPid) return false;
+    let id: [number, number] | null = null;
+    try {
+      const st = Deno.statSync(`/proc/${n.tid}/exe`);
+      if (st.ino !== null) id = [st.dev, st.ino];
+    } catch { /* gone */ }
+    if (this.#setupExe === null) this.#setupExe = id ?? [-1, -1];
+    else if (id === null || id[0] !== this.#setupExe[0] || id[1] !== this.#setupExe[1]) {
+      this.#firstExecDone = true;
+      return false;
+    }
+    return true;
   }
 
   // ---------------------------------------------------------------- write
@@ -941,7 +960,7 @@ export class Mediator {
         return this.#requests.handle(n, raw);
       }
     }
-    if (!this.#firstExecDone && (n.tid === this.#cfg.commandPid || this.#cfg.commandPid === 0)) {
+    if (!this.#firstExecDone && !this.#cfg.container && n.tid === this.#cfg.commandPid) {
       // The command hallpass was asked to run (resolved by hallpass itself before the launch).
       this.#firstExecDone = true;
       if (!this.#nfd.idValid(n.id)) return;
