@@ -15,7 +15,7 @@ V8_FLAGS     := --max-semi-space-size=1
 CFLAGS_STATIC := -static -Os -Wall -Wextra -Werror -D_GNU_SOURCE -fno-strict-aliasing
 # What the build and the tests use (the tests run real programs: shells, compilers, editors, network tools).
 APT_PKGS     := musl-tools libseccomp2 tmux gcc make python3 git strace less vim curl netcat-openbsd \
-                bsdutils util-linux tar procps
+                bsdutils util-linux tar procps chromium
 BENCH_PKGS   := time bubblewrap
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
