@@ -8,6 +8,7 @@ import { AnswerService, loadTokens, MAX_BODY, type QuestionList } from "../lib/a
 import type { Answer, Question } from "../lib/types.ts";
 import { UsageError } from "../lib/types.ts";
 import { visible } from "../lib/ui/sanitize.ts";
+import { parseAnswerArgs, toRemoteQuestion } from "../lib/agent/answer_client.ts";
 
 const TOKEN = "alice-0123456789abcdef";
 const TOKEN_B = "bob-0123456789abcdefgh";
@@ -447,4 +448,70 @@ Deno.test("answer service: loadTokens reads NAME TOKEN and TOKEN lines, and refu
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("hallpass answer: parseAnswerArgs takes --agent and --token-file, else the environment", () => {
+  const env = {};
+  assertEquals(parseAnswerArgs(["--token-file", "/t"], env), {
+    agent: "http://127.0.0.1:7474",
+    tokenFile: "/t",
+  });
+  assertEquals(parseAnswerArgs(["--agent=https://agent.example:8443/", "--token-file=/t"], env), {
+    agent: "https://agent.example:8443",
+    tokenFile: "/t",
+  });
+  assertEquals(parseAnswerArgs([], { HALLPASS_TOKEN_FILE: "/e", HALLPASS_TOKEN: "x" }), {
+    agent: "http://127.0.0.1:7474",
+    tokenFile: "/e",
+  });
+  assertEquals(parseAnswerArgs([], { HALLPASS_TOKEN: " tok " }), {
+    agent: "http://127.0.0.1:7474",
+    token: "tok",
+  });
+  assert("help" in parseAnswerArgs(["-h"], env));
+  assert("help" in parseAnswerArgs(["--token-file", "/t", "--help"], env));
+  const errors: [string[], RegExp][] = [
+    [[], /no token/],
+    [["--agent"], /--agent needs a value/],
+    [["--agent", "ftp://x", "--token-file", "/t"], /http:\/\/ or https:\/\//],
+    [["--agent", "http://u:p@x", "--token-file", "/t"], /no user, query or fragment/],
+    [["--agent", "not a url", "--token-file", "/t"], /not a URL/],
+    [["--token-file", "/a", "--token-file", "/b"], /given twice/],
+    [["--token-file="], /non-empty/],
+    [["--frob"], /unknown argument "--frob"/],
+    [["\x1b[2J"], /unknown argument "\^\[\[2J"/],
+  ];
+  for (const [argv, re] of errors) {
+    const r = parseAnswerArgs(argv, env);
+    assert("error" in r && re.test(r.error), `${JSON.stringify(argv)}: ${JSON.stringify(r)}`);
+  }
+});
+
+Deno.test("hallpass answer: a listed question that does not fit is dropped, never drawn", async () => {
+  await withService(async ({ svc, base }) => {
+    const pending = svc.backend().ask(
+      question({ argv: ["npm", "i"], warning: "w" }),
+      new AbortController().signal,
+    );
+    const [listedQ] = (await list(base)).questions;
+    const rq = toRemoteQuestion(listedQ);
+    assert(rq);
+    assertEquals(rq.question.container, question().container);
+    assertEquals([rq.question.id, rq.question.target, rq.question.argv, rq.question.warning], [
+      listedQ.id,
+      listedQ.target,
+      ["npm", "i"],
+      "w",
+    ]);
+    for (
+      const broken of [null, 3, { ...listedQ, op: "read" }, { ...listedQ, chain: [1] }, {
+        ...listedQ,
+        container: null,
+      }]
+    ) {
+      assertEquals(toRemoteQuestion(broken), null, JSON.stringify(broken));
+    }
+    await post(base, { id: listedQ.id, kind: "deny" });
+    await pending;
+  });
 });
