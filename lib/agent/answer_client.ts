@@ -45,7 +45,7 @@ shown in a bar at the bottom, with the pod it comes from.
 
 keys: [o] allow once  [t] for 5m0s  [a] always  [d] deny  [n] never  [D] deny all from that process
       arrow keys: the scope [t], [a] and [n] cover  ·  q or Ctrl-C: quit
-exit: 0 quit · 1 the agent refused the token · 2 usage error or no terminal`;
+exit: 0 quit · 1 the agent refused the token · 2 an unusable token file or no terminal · 125 bad arguments`;
 
 /**
  * Turns `hallpass answer`'s arguments (and the environment's defaults) into options, `{help}` or `{error}`.

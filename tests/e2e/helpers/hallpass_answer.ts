@@ -12,6 +12,6 @@ if ("help" in a) {
 }
 if ("error" in a) {
   console.error(`hallpass answer: ${a.error}`);
-  Deno.exit(2);
+  Deno.exit(125); // as main.ts: a usage error
 }
 Deno.exit(await answerMain(a));
