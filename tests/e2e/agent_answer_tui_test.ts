@@ -6,14 +6,12 @@
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { AnswerService } from "../../lib/agent/answer_service.ts";
 import type { Answer, Question } from "../../lib/types.ts";
-import { DENO, ROOT } from "./harness.ts";
-import { haveTmux, q, sleep, Tmux, withPane } from "./tmux.ts";
+import { HALLPASS, haveTmux, q, sleep, Tmux, withPane } from "./tmux.ts";
 
 const ignore = !haveTmux();
 const TOKEN = "carol-0123456789abcdefXYZ";
-const ENTRY = `${q(DENO)} run --quiet --allow-all --no-prompt ${
-  q(ROOT + "/tests/e2e/helpers/hallpass_answer.ts")
-}`;
+/** `hallpass answer`, run from source as the pane's `hp` is. */
+const ENTRY = `${HALLPASS} answer`;
 
 function question(over: Partial<Question> = {}): Question {
   return {
