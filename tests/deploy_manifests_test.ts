@@ -14,6 +14,7 @@ import { Ajv } from "ajv";
 import * as core from "kubernetes-models/v1";
 import * as apps from "kubernetes-models/apps/v1";
 import { parseAllDocuments } from "yaml";
+import { parseAgentArgs } from "../lib/agent/agent_cli.ts";
 import { DEFAULT_LISTENER_PATH, seccompProfile } from "../lib/agent/profile.ts";
 import { parseRules } from "../lib/rules_file.ts";
 
@@ -257,7 +258,7 @@ function flags(args: string[]): Map<string, string> {
 
 const dirname = (p: string) => p.slice(0, p.lastIndexOf("/"));
 
-Deno.test("the manifests agree with each other, with the profile and with the Dockerfile", async () => {
+Deno.test("the manifests agree with each other, with the agent's command line and with the profiles", async () => {
   const docs = await loadAll();
   const ds = one(docs, "apps/v1/DaemonSet", "hallpass-agent");
   const ns = ds.metadata.namespace;
@@ -281,9 +282,24 @@ Deno.test("the manifests agree with each other, with the profile and with the Do
   assert.ok(pod.containers.every((c: Obj) => (c.ports ?? []).every((p: Obj) => p.hostPort === undefined)));
   assert.deepEqual(ds.spec.selector.matchLabels, ds.spec.template.metadata.labels);
 
-  // The socket: the profile's listenerPath, bound by the agent on the same path of the node.
+  // The agent's arguments, as its own command line reads them (--rules must name a directory that exists).
   const f = flags(agent.args);
   assert.equal(agent.args[0], "agent");
+  const rulesDir = await Deno.makeTempDir({ prefix: "hallpass-rules-" });
+  try {
+    const args = agent.args.slice(1).map((a: string) => (a === f.get("--rules") ? rulesDir : a));
+    const inv = parseAgentArgs(args);
+    assert.equal(inv.kind, "run");
+    if (inv.kind === "run") {
+      assert.equal(inv.opts.socket, f.get("--socket"));
+      assert.equal(inv.opts.listen, f.get("--listen"));
+      assert.equal(inv.opts.tokenFile, f.get("--token-file"));
+    }
+  } finally {
+    await Deno.remove(rulesDir);
+  }
+
+  // The socket: the profile's listenerPath, bound by the agent on the same path of the node.
   const profile = JSON.parse(await Deno.readTextFile(new URL("seccomp-profile.json", K8S_DIR)));
   assert.equal(f.get("--socket"), profile.listenerPath);
   const sockMount = mountOf(agent, f.get("--socket")!);
@@ -307,7 +323,7 @@ Deno.test("the manifests agree with each other, with the profile and with the Do
 
   // The tokens: the Secret, mounted where --tokens points, in the agent's format.
   const secret = one(docs, "v1/Secret");
-  const tokens = f.get("--tokens")!;
+  const tokens = f.get("--token-file")!;
   const tokMount = mountOf(agent, tokens);
   assert.equal(volume(tokMount.name).secret.secretName, secret.metadata.name);
   const tokenText = secret.stringData[tokens.slice(tokMount.mountPath.length + 1)];
@@ -326,23 +342,30 @@ Deno.test("the manifests agree with each other, with the profile and with the Do
     assert.equal(ds.spec.template.metadata.labels[k], v);
   }
 
-  // The profiles: from the agent image (Dockerfile.agent) into the kubelet's directory (the init container),
-  // named as the pods name them.
+  // The profiles: the init container has the agent's own binary print them for the agent's socket, into the
+  // kubelet's directory, under the names the pods use; what it prints is what deploy/kubernetes ships.
   const init = pod.initContainers.find((c: Obj) => c.name === "install-seccomp-profiles");
   assert.equal(init.image, agent.image);
-  const kubeletMount = init.volumeMounts[0];
+  const kubeletMount = init.volumeMounts.find((m: Obj) => volume(m.name).hostPath !== undefined);
   assert.equal(volume(kubeletMount.name).hostPath.path, "/var/lib/kubelet/seccomp");
-  const script = init.command.join(" ");
-  const dockerfile = await Deno.readTextFile(new URL("deploy/Dockerfile.agent", ROOT));
+  assert.deepEqual(init.command.slice(0, 2), ["/bin/sh", "-c"]);
+  const script: string = init.command[2];
+  assert.match(script, new RegExp(`^d=${kubeletMount.mountPath}/profiles$`, "m"));
   const installed: string[] = [];
-  for (const [file] of PROFILES) {
-    const m = new RegExp(`^COPY deploy/kubernetes/${file} (/\\S+)/([^/\\s]+\\.json)$`, "m").exec(dockerfile);
-    assert.ok(m, `Dockerfile.agent does not copy ${file}`);
-    assert.ok(script.includes(`cp "${m[1]}/$f"`), `the init container does not copy from ${m[1]}`);
-    assert.match(script, new RegExp(`for f in [^;]*\\b${m[2].replace(".", "\\.")}\\b`));
+  for (const m of script.matchAll(/^hallpass (agent .*) >"\$d\/\.(\S+)\.tmp"$/gm)) {
+    const inv = parseAgentArgs(m[1].split(" ").slice(1));
+    assert.equal(inv.kind, "profile", m[1]);
+    const connect = m[1].includes("--connect");
+    const shipped = PROFILES.find(([, c]) => c === connect)![0];
+    assert.equal(
+      inv.kind === "profile" && inv.json,
+      await Deno.readTextFile(new URL(shipped, K8S_DIR)),
+      m[1],
+    );
+    assert.ok(script.includes(`mv "$d/.${m[2]}.tmp" "$d/${m[2]}"`), `${m[2]} is not renamed into place`);
     installed.push(`profiles/${m[2]}`);
   }
-  assert.ok(script.includes(`"${kubeletMount.mountPath}/profiles/$f"`));
+  assert.deepEqual(installed, ["profiles/hallpass.json", "profiles/hallpass-connect.json"]);
 
   // The example pod: a profile that is installed, hallpass-request on PATH and allowed to run, its own rules.
   const example = one(docs, "v1/Pod");
