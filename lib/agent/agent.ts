@@ -11,7 +11,9 @@
  * - Until a container process's first execve, the runtime's own code runs in it: its calls pass.
  * - A restart hands the listeners over: a new agent started on the same socket asks the running one (through
  *   SOCKET.handover) for every listener fd and the listening socket itself, so runtimes and running pods never
- *   see the change. Only questions waiting for a person at that moment are denied (EACCES).
+ *   see the change. Only questions waiting for a person at that moment are denied (EACCES). The old agent then
+ *   stays, idle, until it is stopped (a DaemonSet would restart an agent that exits, and it would take the
+ *   containers back).
  */
 import { close, dupCloexec, libc, recvWithFds, sendWithFds } from "../../ffi/libc.ts";
 import { acceptUnix, connectUnix, listenUnix } from "../../ffi/unix_socket.ts";
@@ -51,8 +53,9 @@ const STATE_TIMEOUT_MS = 5000;
 
 interface Container {
   state: ProcessState;
-  /** Our copy of the listener (the Worker closes its own copy when it stops). */
+  /** The listener, and the copy the Worker uses (closed here once it has stopped). */
   listenerFd: number;
+  workerFd: number;
   host: SupervisorHost;
   label: string;
 }
@@ -72,6 +75,7 @@ export class Agent {
   #listenFd = -1;
   #handoverFd = -1;
   #stopping = false;
+  #ended = false;
   #done: (code: number) => void = () => {};
   readonly finished: Promise<number>;
 
@@ -126,11 +130,13 @@ export class Agent {
 
   /** Stops accepting and mediating (SIGTERM with no successor): pending questions are denied. */
   async stop(code = 0): Promise<void> {
-    if (this.#stopping) return;
+    if (this.#ended) return;
+    this.#ended = true;
     this.#stopping = true;
-    close(this.#listenFd);
-    close(this.#handoverFd);
-    for (const c of this.#containers) await c.host.stop();
+    if (this.#listenFd >= 0) close(this.#listenFd);
+    if (this.#handoverFd >= 0) close(this.#handoverFd);
+    this.#listenFd = this.#handoverFd = -1;
+    for (const c of [...this.#containers]) await this.#drop(c);
     await this.#closeBackend();
     this.#done(code);
   }
@@ -159,7 +165,15 @@ export class Agent {
       // runc keeps the connection open after sending: the message ends where the JSON does.
       const msg = await readMessage(conn.fd, MAX_STATE_BYTES, STATE_TIMEOUT_MS, false, isCompleteJson);
       fds = msg.fds;
-      const state = parseProcessState(new TextDecoder().decode(msg.data));
+      const text = new TextDecoder().decode(msg.data);
+      let state: ProcessState;
+      try {
+        state = parseProcessState(text);
+      } catch (e) {
+        throw new Error(
+          `${(e as Error).message} (${msg.data.length} bytes: ${JSON.stringify(text.slice(0, 60))}…)`,
+        );
+      }
       const fd = fds[state.seccompFdIndex];
       if (fd === undefined) throw new Error("the runtime's message carried no seccomp fd");
       fds = fds.filter((f) => f !== fd);
@@ -238,7 +252,7 @@ export class Agent {
         if (c) this.#drop(c);
       },
     });
-    c = { state, listenerFd, host, label };
+    c = { state, listenerFd, workerFd, host, label };
     this.#containers.add(c);
     host.startWhenNeeded();
     if (!running) this.#warn(`hallpass agent: ${label}: mediating pid ${rootPid || "(exec)"}`);
@@ -246,14 +260,15 @@ export class Agent {
     waitHangup(listenerFd).then(async () => {
       if (!this.#containers.has(mine)) return;
       this.#containers.delete(mine);
-      await host.stop();
+      if (await host.halt()) close(workerFd);
       close(listenerFd);
     });
   }
 
-  #drop(c: Container): void {
+  /** Fail closed: with every copy of its listener closed, the container's trapped calls fail (ENOSYS). */
+  async #drop(c: Container): Promise<void> {
     if (!this.#containers.delete(c)) return;
-    c.host.stop();
+    if (await c.host.halt()) close(c.workerFd);
     close(c.listenerFd);
   }
 
@@ -315,7 +330,7 @@ export class Agent {
     try {
       for (const c of [...this.#containers]) {
         this.#containers.delete(c);
-        await c.host.halt();
+        if (await c.host.halt()) close(c.workerFd);
         const m: HandedOver = { kind: "container", state: c.state };
         sendBlocking(fd, enc.encode(JSON.stringify(m)), [c.listenerFd]);
         close(c.listenerFd);
@@ -328,8 +343,10 @@ export class Agent {
     close(fd);
     close(this.#listenFd);
     close(this.#handoverFd);
-    await this.#closeBackend();
-    this.#done(0);
+    this.#listenFd = this.#handoverFd = -1;
+    // Stay, idle, until told to stop: a DaemonSet restarts a container that exits, and a restarted old agent
+    // would take the containers back from its successor.
+    this.#warn("hallpass agent: handed over; idle until stopped");
   }
 }
 

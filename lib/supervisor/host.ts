@@ -151,19 +151,25 @@ export class SupervisorHost {
    */
   async halt(timeoutMs = 5000): Promise<boolean> {
     this.#closing = true;
+    for (const ac of this.#aborts.values()) ac.abort();
     const w = this.#worker;
     if (!w) return true;
+    this.#worker = null;
+    let timer = 0;
     const done = new Promise<boolean>((r) => {
       this.#stopped = () => r(true);
-      setTimeout(() => r(false), timeoutMs);
+      timer = setTimeout(() => r(false), timeoutMs);
     });
     this.#send({ t: "stop" });
     const ok = await done;
-    for (const ac of this.#aborts.values()) ac.abort();
+    clearTimeout(timer);
     w.terminate();
-    close(this.#wakeR);
-    close(this.#wakeW);
-    this.#worker = null;
+    // Only once the Worker has said it stopped does it no longer touch the wake pipe: closed earlier, the
+    // numbers could be reused (by a runtime's connection) and read by a Worker still finishing.
+    if (ok) {
+      close(this.#wakeR);
+      close(this.#wakeW);
+    }
     return ok;
   }
 

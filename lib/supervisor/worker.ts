@@ -7,7 +7,7 @@
  * help, having counted every message it posted (`posted`).
  */
 /// <reference lib="deno.worker" />
-import { close, libc, Poller } from "../../ffi/libc.ts";
+import { libc, Poller } from "../../ffi/libc.ts";
 import { type Notification, NotifyFd } from "../../ffi/notify.ts";
 import { Mediator } from "./mediator.ts";
 import { ContainerView, setView } from "./view.ts";
@@ -29,7 +29,18 @@ const post = (m: ToMain) => {
   if (state) Atomics.add(state, 0, 1);
   self.postMessage(m);
 };
+function openRoot(pid: number): void {
+  const v = ContainerView.open(pid);
+  if (typeof v === "number") throw new Error(`cannot open the container's root (errno ${-v})`);
+  setView(v);
+}
+
+let rootPending = false;
 function handle(m: Mediator, n: Notification): void {
+  if (rootPending) {
+    rootPending = false;
+    openRoot(n.tid);
+  }
   Atomics.store(state!, 1, 1);
   try {
     m.handle(n);
@@ -49,10 +60,11 @@ async function main(): Promise<void> {
   if (init.t !== "init") throw new Error("supervisor worker: expected init");
   const cfg: SessionConfig = init.config;
   state = new Int32Array(cfg.posted);
+  // A container's root: of the process the runtime named, else (crun exec says pid 0) of the first process
+  // that traps, which is the runtime's own, already inside the container.
   if (cfg.container) {
-    const v = ContainerView.open(cfg.container.rootPid);
-    if (typeof v === "number") throw new Error(`cannot open the container's root (errno ${-v})`);
-    setView(v);
+    if (cfg.container.rootPid > 0) openRoot(cfg.container.rootPid);
+    else rootPending = true;
   }
   const nfd = new NotifyFd(cfg.listenerFd);
   nfd.trySyncWakeup();
@@ -123,7 +135,7 @@ async function main(): Promise<void> {
     }
   }
   m.close();
-  close(cfg.listenerFd);
+  // The listener stays open: its owner closes it (the agent hands it to its successor).
   post({ t: "stopped", stats: m.stats });
   self.close();
 }

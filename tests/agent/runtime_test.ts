@@ -1,0 +1,287 @@
+/**
+ * `hallpass agent` with real container runtimes (runc, crun) and busybox containers: the runtime hands each
+ * container process's seccomp fd to the agent, which applies the pod's rules inside the container's root.
+ */
+import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
+import {
+  AgentProcess,
+  containerId,
+  execIn,
+  exists,
+  forceDelete,
+  makeBundle,
+  needRoot,
+  needTools,
+  runContainer,
+  scratch,
+  sleep,
+  startDetached,
+  until,
+} from "./harness.ts";
+
+const RULES = "allow write /tmp/**\nallow exec /bin/busybox\n";
+
+async function withAgent(
+  rules: string,
+  fn: (dir: string, socket: string, agent: AgentProcess) => Promise<void>,
+  extraArgs: string[] = [],
+): Promise<void> {
+  needRoot();
+  needTools("runc", "crun", "busybox");
+  const dir = await scratch();
+  await Deno.writeTextFile(`${dir}/rules/default.rules`, rules);
+  const socket = `${dir}/agent.sock`;
+  const agent = await AgentProcess.start([
+    "--socket",
+    socket,
+    "--rules",
+    `${dir}/rules`,
+    "--log",
+    `${dir}/decisions.jsonl`,
+    ...extraArgs,
+  ]);
+  try {
+    await fn(dir, socket, agent);
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\n--- agent output ---\n${agent.output}`);
+  } finally {
+    await agent.stop();
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
+
+for (const runtime of ["runc", "crun"] as const) {
+  Deno.test(`${runtime}: allowed writes land inside the container's root, others are denied`, async () => {
+    await withAgent(RULES, async (dir, socket, agent) => {
+      const tag = `real-${Deno.pid}-${runtime}`;
+      const rootfs = await makeBundle(`${dir}/b`, {
+        socket,
+        script: [
+          'echo hi > /tmp/ok; echo "ok=$?"',
+          'echo no > /etc/x; echo "etc=$?"',
+          // An absolute symlink means the container's /etc, never the host's.
+          'ln -s /etc /tmp/etc-link; echo no > /tmp/etc-link/passwd; echo "link=$?"',
+          // An allowed write through an absolute symlink lands in the container's /tmp.
+          `mkdir /tmp/${tag}; ln -s /tmp/${tag} /tmp/lnk; echo y > /tmp/lnk/f; echo "viaLink=$?"`,
+          'mkdir /opt/newdir; echo "mkdir=$?"',
+          'rm /etc/passwd; echo "rm=$?"',
+          'mv /tmp/ok /tmp/ok2; echo "mv=$?"',
+        ].join("; "),
+      });
+      const r = await runContainer(runtime, `${dir}/b`, containerId(runtime));
+      assertEquals(r.code, 0, r.stderr);
+      const out = r.stdout;
+      for (const want of ["ok=0", "viaLink=0", "mv=0"]) assert(out.includes(want), `${want} in\n${out}`);
+      for (const bad of ["etc=0", "link=0", "mkdir=0", "rm=0"]) {
+        assert(!out.includes(bad), `${bad} in\n${out}`);
+      }
+      assertEquals(await Deno.readTextFile(`${rootfs}/tmp/ok2`), "hi\n");
+      assertEquals(await Deno.readTextFile(`${rootfs}/tmp/${tag}/f`), "y\n");
+      assert(!exists(`/tmp/${tag}`), "the write went to the host's /tmp");
+      assert(!exists(`${rootfs}/etc/x`) && !exists(`${rootfs}/opt/newdir`));
+      assertEquals(await Deno.readTextFile(`${rootfs}/etc/passwd`), "root:x:0:0:root:/root:/bin/sh\n");
+      await agent.waitOutput(/denied write \/etc\/x by sh/);
+      // Every decision is logged with the container's process chain.
+      const log = await Deno.readTextFile(`${dir}/decisions.jsonl`);
+      assert(/"target":"\/tmp\/ok".*"decision":"allow"/.test(log), log);
+      assert(/"target":"\/etc\/x".*"decision":"deny"/.test(log), log);
+    });
+  });
+
+  Deno.test(`${runtime}: exec of a program no rule allows is refused; the runtime's own setup passes`, async () => {
+    await withAgent(RULES, async (dir, socket) => {
+      await makeBundle(`${dir}/b`, {
+        socket,
+        script: 'echo start; /opt/other echo ran-other; echo "other=$?"; /bin/busybox echo ran-busybox',
+      });
+      const r = await runContainer(runtime, `${dir}/b`, containerId(runtime));
+      assertEquals(r.code, 0, r.stderr);
+      assert(r.stdout.startsWith("start\n"), r.stdout); // the entrypoint's exec (the runtime's) went through
+      assert(!r.stdout.includes("ran-other"), r.stdout);
+      assert(/other=126/.test(r.stdout), r.stdout);
+      assert(r.stdout.includes("ran-busybox"), r.stdout);
+    });
+  });
+}
+
+Deno.test("runc exec into a running container is mediated like its first process", async () => {
+  await withAgent(RULES, async (dir, socket) => {
+    const rootfs = await makeBundle(`${dir}/b`, { socket, script: "sleep 60" });
+    const id = containerId("exec");
+    await startDetached("runc", `${dir}/b`, id);
+    try {
+      const r = await execIn("runc", id, 'echo z > /tmp/z; echo "z=$?"; echo n > /etc/n; echo "n=$?"');
+      assert(r.stdout.includes("z=0"), r.stdout + r.stderr);
+      assert(!r.stdout.includes("n=0") && /n=\d+/.test(r.stdout), r.stdout + r.stderr);
+      assertEquals(await Deno.readTextFile(`${rootfs}/tmp/z`), "z\n");
+      assert(!exists(`${rootfs}/etc/n`));
+    } finally {
+      await forceDelete("runc", id);
+    }
+  });
+});
+
+Deno.test("crun exec (the runtime gives no pid) is mediated too", async () => {
+  await withAgent(RULES, async (dir, socket) => {
+    const rootfs = await makeBundle(`${dir}/b`, { socket, script: "sleep 60" });
+    const id = containerId("cexec");
+    await startDetached("crun", `${dir}/b`, id);
+    try {
+      const r = await execIn("crun", id, 'echo z > /tmp/z; echo "z=$?"; echo n > /etc/n; echo "n=$?"');
+      assert(r.stdout.includes("z=0"), r.stdout + r.stderr);
+      assert(/n=[1-9]/.test(r.stdout), r.stdout + r.stderr);
+      assert(exists(`${rootfs}/tmp/z`) && !exists(`${rootfs}/etc/n`));
+    } finally {
+      await forceDelete("crun", id);
+    }
+  });
+});
+
+Deno.test("connects: an allowed destination connects, another is refused", async () => {
+  const server = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (server.addr as Deno.NetAddr).port;
+  const accepted: number[] = [];
+  const serving = (async () => {
+    for await (const c of server) {
+      accepted.push(Date.now());
+      await c.write(new TextEncoder().encode("HTTP/1.0 200 OK\r\nContent-Length: 6\r\n\r\nhello\n"));
+      c.close();
+    }
+  })();
+  const other = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const otherPort = (other.addr as Deno.NetAddr).port;
+  const otherAccepted: number[] = [];
+  const servingOther = (async () => {
+    for await (const c of other) {
+      otherAccepted.push(Date.now());
+      c.close();
+    }
+  })();
+  try {
+    await withAgent(`${RULES}allow connect 127.0.0.1:${port}\n`, async (dir, socket) => {
+      await makeBundle(`${dir}/b`, {
+        socket,
+        connect: true,
+        hostNetwork: true,
+        script: `wget -q -O- http://127.0.0.1:${port}/; echo "a=$?"; ` +
+          `wget -q -O- http://127.0.0.1:${otherPort}/; echo "b=$?"`,
+      });
+      const r = await runContainer("runc", `${dir}/b`, containerId("net"));
+      assert(r.stdout.includes("hello\na=0"), r.stdout + r.stderr);
+      assert(/b=[1-9]/.test(r.stdout), r.stdout + r.stderr);
+      assertEquals(accepted.length, 1);
+      assertEquals(otherAccepted.length, 0);
+    });
+  } finally {
+    server.close();
+    other.close();
+    await serving.catch(() => {});
+    await servingOther.catch(() => {});
+  }
+});
+
+Deno.test("per-pod rules: NAMESPACE.POD.rules adds to default.rules for that pod only", async () => {
+  await withAgent(RULES, async (dir, socket) => {
+    await Deno.writeTextFile(`${dir}/rules/team.builder.rules`, "allow write /opt/**\n");
+    const script = 'echo x > /opt/f; echo "opt=$?"';
+    const a = await makeBundle(`${dir}/a`, { socket, script, namespace: "team", pod: "builder" });
+    const b = await makeBundle(`${dir}/b`, { socket, script, namespace: "team", pod: "other" });
+    const ra = await runContainer("runc", `${dir}/a`, containerId("poda"));
+    const rb = await runContainer("runc", `${dir}/b`, containerId("podb"));
+    assert(ra.stdout.includes("opt=0"), ra.stdout + ra.stderr);
+    assert(/opt=[1-9]/.test(rb.stdout), rb.stdout + rb.stderr);
+    assert(exists(`${a}/opt/f`) && !exists(`${b}/opt/f`));
+  });
+});
+
+Deno.test("agent down: a new container is refused; a running one's mediated calls fail closed", async () => {
+  needRoot();
+  needTools("runc", "busybox");
+  const dir = await scratch();
+  try {
+    await Deno.writeTextFile(`${dir}/rules/default.rules`, RULES);
+    const socket = `${dir}/agent.sock`;
+    // No agent at all: the runtime cannot hand the fd over and does not start the container.
+    await makeBundle(`${dir}/none`, { socket, script: "echo started" });
+    const r0 = await runContainer("runc", `${dir}/none`, containerId("noagent"));
+    assert(r0.code !== 0 && !r0.stdout.includes("started"), r0.stdout + r0.stderr);
+    // An agent that goes away while the container runs.
+    const agent = await AgentProcess.start(["--socket", socket, "--rules", `${dir}/rules`]);
+    const rootfs = await makeBundle(`${dir}/b`, {
+      socket,
+      script: 'echo a > /tmp/before; echo "before=$?"; sleep 3; echo b > /tmp/after; echo "after=$?"',
+    });
+    const run = runContainer("runc", `${dir}/b`, containerId("down"));
+    await until(() => exists(`${rootfs}/tmp/before`), "the first write");
+    await agent.stop("SIGKILL");
+    const r = await run;
+    assert(r.stdout.includes("before=0"), r.stdout + r.stderr);
+    assert(/after=[1-9]/.test(r.stdout), r.stdout + r.stderr);
+    assert(!exists(`${rootfs}/tmp/after`));
+  } finally {
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+});
+
+Deno.test("agent restart: a new agent takes the running containers over; stopping the old one changes nothing", async () => {
+  needRoot();
+  needTools("runc", "busybox");
+  const dir = await scratch();
+  const id = containerId("handover");
+  let a: AgentProcess | null = null, b: AgentProcess | null = null;
+  try {
+    await Deno.writeTextFile(`${dir}/rules/default.rules`, RULES);
+    const socket = `${dir}/agent.sock`;
+    a = await AgentProcess.start(["--socket", socket, "--rules", `${dir}/rules`]);
+    const rootfs = await makeBundle(`${dir}/b`, {
+      socket,
+      // Writes every 100 ms, allowed and denied, for as long as it runs.
+      script:
+        "i=0; while true; do echo $i > /tmp/n$i; echo $i > /etc/n$i 2>/dev/null; i=$((i+1)); sleep 0.1; done",
+    });
+    await startDetached("runc", `${dir}/b`, id);
+    await until(() => exists(`${rootfs}/tmp/n3`), "writes under the first agent");
+    b = await AgentProcess.start(["--socket", socket, "--rules", `${dir}/rules`], /took over 1 containers/);
+    // The old agent stays, idle, until stopped (a DaemonSet would restart one that exits); stopping it now
+    // changes nothing for the container.
+    await a.waitOutput(/handed over; idle until stopped/);
+    const st = await a.stop();
+    assertEquals(st.code, 0, a.output);
+    a = null;
+    const seen = [...Deno.readDirSync(`${rootfs}/tmp`)].length;
+    await until(
+      () => [...Deno.readDirSync(`${rootfs}/tmp`)].length >= seen + 5,
+      "writes under the new agent",
+    );
+    assert(
+      ![...Deno.readDirSync(`${rootfs}/etc`)].some((e) => e.name.startsWith("n")),
+      "a denied write landed",
+    );
+    await b.waitOutput(/denied write \/etc\/n\d+/);
+    // A new container is accepted by the new agent on the same socket.
+    await makeBundle(`${dir}/c`, { socket, script: 'echo c > /tmp/c; echo "c=$?"' });
+    const rc = await runContainer("runc", `${dir}/c`, containerId("after"));
+    assert(rc.stdout.includes("c=0"), rc.stdout + rc.stderr);
+  } finally {
+    await forceDelete("runc", id);
+    await a?.stop();
+    await b?.stop();
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+});
+
+Deno.test("the agent refuses a malformed runtime message and goes on serving", async () => {
+  await withAgent(RULES, async (dir, socket, agent) => {
+    const conn = await Deno.connect({ transport: "unix", path: socket });
+    await conn.write(new TextEncoder().encode('{"ociVersion":"1.0.2","fds":[],"state":{}}'));
+    await agent.waitOutput(/names no seccompFd/);
+    conn.close();
+    const conn2 = await Deno.connect({ transport: "unix", path: socket });
+    await conn2.write(new TextEncoder().encode("x".repeat(2 << 20)).subarray(0, 1 << 16));
+    conn2.close();
+    await sleep(200);
+    await makeBundle(`${dir}/b`, { socket, script: 'echo hi > /tmp/ok; echo "ok=$?"' });
+    const r = await runContainer("runc", `${dir}/b`, containerId("after-bad"));
+    assert(r.stdout.includes("ok=0"), r.stdout + r.stderr);
+  });
+});
