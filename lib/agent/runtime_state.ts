@@ -101,7 +101,7 @@ const SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 /**
  * The rules files that apply to a pod, most general first: `default.rules`, `NAMESPACE.rules`,
  * `NAMESPACE.POD.rules` (file names a ConfigMap can hold). Names that are not valid Kubernetes names are not
- * used to build paths.
+ * used to build paths. (For the namespace called `default`, `default.rules` is both: it applies to every pod.)
  */
 export function podRuleFiles(c: ContainerIdentity): string[] {
   const files = ["default.rules"];
@@ -109,5 +109,6 @@ export function podRuleFiles(c: ContainerIdentity): string[] {
     files.push(`${c.namespace}.rules`);
     if (SUBDOMAIN.test(c.pod) && c.pod.length <= 253) files.push(`${c.namespace}.${c.pod}.rules`);
   }
-  return files;
+  // The namespace called "default" has no file of its own: default.rules is everyone's.
+  return [...new Set(files)];
 }

@@ -14,7 +14,7 @@
  *     checked (ID_VALID) after reading the thread's memory and before acting.
  * The Worker never waits for a person: questions go to the main thread and are answered later by id.
  */
-import { cstr, readlink } from "../../ffi/libc.ts";
+import { cstr, ptrOf, readlink, sys } from "../../ffi/libc.ts";
 import { getRemoteFd, type Notification, type NotifyFd, openat2, RESOLVE } from "../../ffi/notify.ts";
 import { fs } from "../../ffi/fsops.ts";
 import { resolveSyscall } from "../../ffi/seccomp.ts";
@@ -105,6 +105,8 @@ export class Mediator {
   #firstExecDone = true;
   /** A container's runtime executable (dev, ino), while its setup runs (see #inRuntimeSetup). */
   #setupExe: [number, number] | null = null;
+  /** This Worker thread's own file system credentials (see #asCaller). */
+  #ownCreds: { uid: number; gid: number; groups: number[] } | null = null;
   readonly proc: ProcInfo;
   readonly #requests: RequestHandler;
   readonly #log: Deno.FsFile | null;
@@ -415,7 +417,9 @@ export class Mediator {
       who && this.#logLine({ ...who, ...rec, decision: "allow", by });
     const target = p.targets.map((t) => t.path).join(" → ");
     if (p.bindFd !== undefined) {
-      const r = this.#emulateBind(p);
+      const r = this.#cfg.container
+        ? this.#asCaller(n.tid, () => this.#emulateBind(p))
+        : this.#emulateBind(p);
       this.stats.emulated++;
       if (r >= 0) this.#nfd.succeed(n.id, 0);
       else this.#nfd.fail(n.id, -r);
@@ -444,7 +448,7 @@ export class Mediator {
       fs.close(p.fdCopy);
       return;
     }
-    const r = this.#emulate(p);
+    const r = this.#cfg.container ? this.#asCaller(n.tid, () => this.#emulate(p)) : this.#emulate(p);
     fs.close(p.fdCopy);
     this.stats.emulated++;
     if (r.sent) {
@@ -452,6 +456,24 @@ export class Mediator {
     } else if (r.value >= 0) this.#nfd.succeed(n.id, r.value);
     else this.#nfd.fail(n.id, -r.value);
     log({ op: "write", syscall: call!.name, target, emulated: true, result: r.value });
+  }
+
+  /**
+   * In a container the agent (root) performs an allowed write for a process that may run as another user: it
+   * acts with that thread's file system ids and groups (per-thread credentials, set on this Worker's thread
+   * only), so permissions are checked as for the process and what it creates is owned as it would be.
+   */
+  #asCaller<T>(tid: number, fn: () => T): T {
+    const c = this.proc.fsCreds(tid);
+    const own = this.#ownCreds ??= this.proc.fsCreds("thread-self");
+    if (c === null || own === null) throw new Error(`cannot read the credentials of ${tid}`);
+    if (c.uid === own.uid && c.gid === own.gid && c.groups.join() === own.groups.join()) return fn();
+    setThreadFsCreds(c.uid, c.gid, c.groups);
+    try {
+      return fn();
+    } finally {
+      setThreadFsCreds(own.uid, own.gid, own.groups);
+    }
   }
 
   #who(tid: number): { pid: number; name: string; chain: string[] } {
@@ -1150,6 +1172,22 @@ function notRunnable(path: string): number {
 function startsWithMagic(raw: Uint8Array): boolean {
   for (let i = 0; i < MAGIC_PREFIX.length; i++) if (raw[i] !== MAGIC_PREFIX.charCodeAt(i)) return false;
   return true;
+}
+
+/**
+ * setgroups, setfsgid, setfsuid as raw system calls: they change only the calling thread's credentials (the C
+ * library would change every thread's). Throws when the kernel did not take them.
+ */
+function setThreadFsCreds(uid: number, gid: number, groups: number[]): void {
+  const buf = new Uint8Array(Math.max(128, groups.length * 4));
+  const v = new DataView(buf.buffer);
+  groups.forEach((g, i) => v.setUint32(i * 4, g, true));
+  const SETGROUPS = 116, SETFSUID = 122, SETFSGID = 123;
+  if (sys(SETGROUPS, groups.length, ptrOf(buf)) < 0) throw new Error("setgroups failed");
+  sys(SETFSGID, gid);
+  sys(SETFSUID, uid);
+  // Both return the previous id and never fail: read the ids back to be sure they took.
+  if (sys(SETFSUID, -1) !== uid || sys(SETFSGID, -1) !== gid) throw new Error("setfsuid/setfsgid failed");
 }
 
 /** A program name in the container's $PATH, looked up inside its root. */

@@ -55,6 +55,17 @@ export class ProcInfo {
     return u === null ? 0o022 : parseInt(u, 8);
   }
 
+  /** The file system uid and gid and the supplementary groups a thread acts with, or null. */
+  fsCreds(tid: number | "thread-self"): { uid: number; gid: number; groups: number[] } | null {
+    const st = readText(tid === "thread-self" ? "/proc/thread-self/status" : `/proc/${tid}/status`);
+    const u = field(st, "Uid"), g = field(st, "Gid"), gr = field(st, "Groups");
+    if (u === null || g === null) return null;
+    const fsuid = Number(u.trim().split(/\s+/)[3]), fsgid = Number(g.trim().split(/\s+/)[3]);
+    if (!Number.isInteger(fsuid) || !Number.isInteger(fsgid)) return null;
+    const groups = (gr ?? "").trim().split(/\s+/).filter(Boolean).map(Number).filter(Number.isInteger);
+    return { uid: fsuid, gid: fsgid, groups };
+  }
+
   ppid(pid: number): number {
     const stat = readText(`/proc/${pid}/stat`);
     if (stat === null) return 0;

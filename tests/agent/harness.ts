@@ -132,6 +132,8 @@ export interface BundleOptions {
   container?: string;
   /** Share the host's network namespace (connect tests use a host listener). */
   hostNetwork?: boolean;
+  /** Run the process as this uid/gid (default root). */
+  user?: { uid: number; gid: number };
 }
 
 /** A bundle directory with a busybox rootfs and a config.json using hallpass's seccomp profile. */
@@ -173,6 +175,7 @@ export async function makeBundle(dir: string, o: BundleOptions): Promise<string>
   config.process.terminal = false;
   config.process.args = ["/bin/sh", "-c", o.script];
   config.process.env = ["PATH=/bin", "HOME=/root"];
+  if (o.user) config.process.user = { uid: o.user.uid, gid: o.user.gid, additionalGids: [o.user.gid] };
   config.root.readonly = false;
   config.linux.seccomp = seccompProfile({ listenerPath: o.socket, connect: o.connect ?? false });
   config.annotations = {

@@ -104,6 +104,25 @@ for (const runtime of ["runc", "crun"] as const) {
   });
 }
 
+Deno.test("a container process that is not root: allowed writes are done with its ids, not the agent's", async () => {
+  await withAgent(`${RULES}allow write /opt/**\n`, async (dir, socket) => {
+    const rootfs = await makeBundle(`${dir}/b`, {
+      socket,
+      user: { uid: 1000, gid: 1000 },
+      script: 'echo u > /tmp/u; echo "tmp=$?"; echo o > /opt/o; echo "opt=$?"; mkdir /opt/d; echo "mkdir=$?"',
+    });
+    const r = await runContainer("runc", `${dir}/b`, containerId("user"));
+    assert(r.stdout.includes("tmp=0"), r.stdout + r.stderr);
+    const st = await Deno.stat(`${rootfs}/tmp/u`);
+    assertEquals([st.uid, st.gid], [1000, 1000]);
+    // /opt is root's (0755): the rules allow the write, the file system does not let uid 1000 do it. Done with
+    // the agent's own (root) ids, this would have gone through.
+    assert(/opt=[1-9]/.test(r.stdout) && /mkdir=[1-9]/.test(r.stdout), r.stdout + r.stderr);
+    assert(!exists(`${rootfs}/opt/o`) && !exists(`${rootfs}/opt/d`));
+    assert(r.stderr.includes("Permission denied"), r.stderr);
+  });
+});
+
 Deno.test("runc exec into a running container is mediated like its first process", async () => {
   await withAgent(RULES, async (dir, socket) => {
     const rootfs = await makeBundle(`${dir}/b`, { socket, script: "sleep 60" });
@@ -284,4 +303,79 @@ Deno.test("the agent refuses a malformed runtime message and goes on serving", a
     const r = await runContainer("runc", `${dir}/b`, containerId("after-bad"));
     assert(r.stdout.includes("ok=0"), r.stdout + r.stderr);
   });
+});
+
+Deno.test("a question goes to the answer service: answered once over the API, or denied at the timeout", async () => {
+  needRoot();
+  needTools("runc", "busybox");
+  const dir = await scratch();
+  const token = crypto.randomUUID().replaceAll("-", "");
+  await Deno.writeTextFile(`${dir}/tokens`, `tester ${token}\n`, { mode: 0o600 });
+  await Deno.writeTextFile(`${dir}/rules/default.rules`, RULES);
+  const socket = `${dir}/agent.sock`;
+  const agent = await AgentProcess.start([
+    "--socket",
+    socket,
+    "--rules",
+    `${dir}/rules`,
+    "--listen",
+    "127.0.0.1:0",
+    "--token-file",
+    `${dir}/tokens`,
+    "--ask-timeout",
+    "3s",
+  ]);
+  try {
+    const url = /questions at (http:\/\/[0-9.]+:\d+)\//.exec(agent.output)![1];
+    const api = (path: string, init: RequestInit = {}) =>
+      fetch(url + path, {
+        ...init,
+        headers: { authorization: `Bearer ${token}`, "x-hallpass-client": "answer", ...(init.headers ?? {}) },
+      });
+    const rootfs = await makeBundle(`${dir}/b`, {
+      socket,
+      namespace: "team",
+      pod: "asker",
+      container: "main",
+      script: 'echo q > /etc/q; echo "q=$?"; echo t > /etc/t; echo "t=$?"',
+    });
+    const run = runContainer("runc", `${dir}/b`, containerId("ask"));
+    // The first write waits for an answer: it is listed with the pod, the container and the target.
+    let id = 0;
+    await until(async () => {
+      const r = await api("/api/questions");
+      const list = await r.json();
+      const q = list.questions.find((x: { target: string }) => x.target === "/etc/q");
+      if (q) {
+        assertEquals(q.container.namespace, "team");
+        assertEquals(q.container.pod, "asker");
+        assertEquals(q.container.container, "main");
+        assert(q.chain.some((c: string) => c.includes("echo q > /etc/q")), JSON.stringify(q.chain));
+        id = q.id;
+      }
+      return id !== 0;
+    }, "the question about /etc/q");
+    // Without the token nothing is shown.
+    assertEquals((await fetch(url + "/api/questions")).status, 401);
+    const answered = await api("/api/answer", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ id, kind: "once" }),
+    });
+    assertEquals(answered.status, 200, await answered.text());
+    // The second is never answered: denied when the timeout (3 s) passes.
+    const t0 = Date.now();
+    const r = await run;
+    assert(r.stdout.includes("q=0"), r.stdout + r.stderr);
+    assert(/t=[1-9]/.test(r.stdout), r.stdout + r.stderr);
+    assert(Date.now() - t0 >= 2000, "the unanswered question was denied before its timeout");
+    assertEquals(await Deno.readTextFile(`${rootfs}/etc/q`), "q\n");
+    assert(!exists(`${rootfs}/etc/t`));
+    await agent.waitOutput(/denied write \/etc\/t/);
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\n--- agent output ---\n${agent.output}`);
+  } finally {
+    await agent.stop();
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
 });
