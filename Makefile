@@ -15,7 +15,9 @@ V8_FLAGS     := --max-semi-space-size=1
 CFLAGS_STATIC := -static -Os -Wall -Wextra -Werror -D_GNU_SOURCE -fno-strict-aliasing
 # What the build and the tests use (the tests run real programs: shells, compilers, editors, network tools).
 APT_PKGS     := musl-tools libseccomp2 tmux gcc make python3 git strace less vim curl netcat-openbsd \
-                bsdutils util-linux tar procps chromium
+                bsdutils util-linux tar procps
+# What only the tests need: container runtimes and busybox for hallpass agent, a browser for its web page.
+TEST_PKGS    := runc crun busybox-static chromium
 BENCH_PKGS   := time bubblewrap
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -71,6 +73,7 @@ run: all
 	./hallpass
 
 test: all
+	@$(MAKE) --no-print-directory deps APT_PKGS="$(TEST_PKGS)"
 	@bash tests/run_all.sh
 
 bench: all
