@@ -26,9 +26,11 @@ import {
 import { ptrOf } from "../../ffi/libc.ts";
 import { fs } from "../../ffi/fsops.ts";
 import { canonicalAddr, type ConnectTarget, formatTarget } from "../connect_dest.ts";
-import { baseDir, pathExists } from "./resolve.ts";
+import { baseDir, pathExists, resolvePath } from "./resolve.ts";
+import { view } from "./view.ts";
 
-const EACCES = 13, EFAULT = 14, EINVAL = 22, EMSGSIZE = 90, EOPNOTSUPP = 95, EINPROGRESS = 115;
+const EACCES = 13, EFAULT = 14, EINVAL = 22, EMSGSIZE = 90, EOPNOTSUPP = 95, ECONNREFUSED = 111;
+const EINPROGRESS = 115;
 const MSG_FASTOPEN = 0x20000000;
 const MAX_DATA = 1 << 20;
 
@@ -48,6 +50,8 @@ export interface NetOp {
   flags: number;
   /** sendmmsg: where to write msg_len back. */
   lenAddr?: bigint;
+  /** A unix socket destination, opened O_PATH at its canonical path (the address names it through /proc). */
+  pathFd?: number;
 }
 
 export type NetDecision =
@@ -194,21 +198,34 @@ export class NetMediator {
       return { kind: "fail", errno: t.error };
     }
     if (t === null || t === "unnamed") return { kind: "decide", op, target: null, display: "" };
-    if (t.family === "unix" && t.path !== undefined && !pathExists(t.path)) {
-      // Nothing listens on a socket that is not there (glibc tries nscd's in every lookup): answered as the
-      // kernel would, without a question.
-      this.release(op);
-      return { kind: "fail", errno: 2 };
-    }
-    if (t.family === "unix" && t.path !== undefined && addr) {
-      // Our connect resolves relative paths against our cwd: use the absolute one.
-      const u = unixAddr(t.path);
-      if (!u) {
+    if (t.family === "unix" && t.path !== undefined) {
+      // Decided on the canonical path (symlinks followed as connect follows them, inside a container's root
+      // for the agent), and connected to that very file: the address our call uses is /proc/self/fd/N of an
+      // O_PATH fd opened at the canonical path without following any symlink, so no symlink planted or
+      // swapped in after the decision can send the connect elsewhere.
+      const r = resolvePath(t.path, "/", true, n.tid, n.tid);
+      if (r.kind !== "path") {
         this.release(op);
-        return { kind: "fail", errno: 36 };
+        return { kind: "fail", errno: r.kind === "error" ? r.errno : ECONNREFUSED };
       }
-      op.addr = u.addr;
-      op.addrLen = u.len;
+      t.path = r.path;
+      if (!pathExists(t.path)) {
+        // Nothing listens on a socket that is not there (glibc tries nscd's in every lookup): answered as the
+        // kernel would, without a question.
+        this.release(op);
+        return { kind: "fail", errno: 2 };
+      }
+      if (addr) {
+        const pfd = view.openPath(t.path);
+        if (pfd < 0) {
+          this.release(op);
+          return { kind: "fail", errno: -pfd };
+        }
+        op.pathFd = pfd;
+        const u = unixAddr(`/proc/self/fd/${pfd}`)!;
+        op.addr = u.addr;
+        op.addrLen = u.len;
+      }
     }
     const dns = t.family !== "unix" && t.port === 53 ? " (a DNS name lookup)" : "";
     return { kind: "decide", op, target: t, display: formatTarget(t) + dns };
@@ -366,6 +383,10 @@ export class NetMediator {
   }
 
   release(op: NetOp): void {
+    if (op.pathFd !== undefined) {
+      fs.close(op.pathFd);
+      op.pathFd = undefined;
+    }
     if (this.pending.has(op.fd)) return;
     fs.close(op.fd);
     op.controlFds?.forEach(fs.close);

@@ -25,6 +25,8 @@ export interface FsView {
   exists(p: string): boolean;
   /** O_PATH|O_DIRECTORY fd of a canonical directory, never following a symlink; or -errno. */
   openDir(dir: string): number;
+  /** O_PATH fd of whatever is at a canonical path (a socket), never following a symlink; or -errno. */
+  openPath(p: string): number;
   /** The first bytes of a file (followed), or null. */
   readHead(p: string): Uint8Array | null;
   /** access(X_OK): 0 or -errno. */
@@ -59,6 +61,7 @@ export const hostView: FsView = {
   readlink: hostReadlink,
   exists: lexists,
   openDir: openDirNoSymlinks,
+  openPath: (p) => openat2(-100, cstr(p), O.PATH | O.CLOEXEC, 0, RESOLVE.NO_SYMLINKS | RESOLVE.NO_MAGICLINKS),
   readHead,
   accessExec,
   isDirectory,
@@ -176,6 +179,16 @@ export class ContainerView implements FsView {
       this.rootFd,
       cstr(dir),
       O.PATH | O.DIRECTORY | O.CLOEXEC,
+      0,
+      IN_ROOT | RESOLVE.NO_SYMLINKS | RESOLVE.NO_MAGICLINKS,
+    );
+  }
+
+  openPath(p: string): number {
+    return openat2(
+      this.rootFd,
+      cstr(p),
+      O.PATH | O.CLOEXEC,
       0,
       IN_ROOT | RESOLVE.NO_SYMLINKS | RESOLVE.NO_MAGICLINKS,
     );

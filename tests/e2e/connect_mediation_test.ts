@@ -555,3 +555,90 @@ Deno.test("a malformed --allow-connect stops hallpass with status 125 and one cl
     await s.cleanup();
   }
 });
+
+/**
+ * A program that may connect to the sockets of one directory plants a symlink there to a socket it may not
+ * reach, and swaps it with a real socket while it connects: the decision is on the socket the path really
+ * leads to, and the connect reaches exactly that file (an O_PATH fd opened without following symlinks).
+ */
+const SWAPPER = `
+import os, socket, sys, threading, time
+allowed, forbidden = sys.argv[1], sys.argv[2]
+mine = os.path.join(allowed, "mine.sock")
+srv = socket.socket(socket.AF_UNIX); srv.bind(mine); srv.listen(64)
+def serve():
+    while True:
+        c, _ = srv.accept(); c.sendall(b"mine\\n"); c.close()
+threading.Thread(target=serve, daemon=True).start()
+x = os.path.join(allowed, "x.sock")
+stop = False
+def swap():
+    i = 0
+    while not stop:
+        t = os.path.join(allowed, "t%d" % (i % 2)); i += 1
+        try: os.unlink(t)
+        except FileNotFoundError: pass
+        if i % 2: os.link(mine, t)
+        else: os.symlink(forbidden, t)
+        os.rename(t, x)
+threading.Thread(target=swap, daemon=True).start()
+counts = {}
+for _ in range(300):
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.connect(x); r = s.recv(100).split(b"\\n")[0].decode()
+    except OSError as e:
+        r = "error"
+    s.close()
+    counts[r] = counts.get(r, 0) + 1
+stop = True
+print(" ".join("%s=%d" % kv for kv in sorted(counts.items())))
+`;
+
+Deno.test("unix sockets: a symlink planted or swapped in an allowed directory cannot reach another socket", async () => {
+  const srv = await servers();
+  const s = await scratch();
+  try {
+    const allowed = `${s.project}/socks`;
+    await Deno.mkdir(allowed);
+    // Planted: the decision is on the socket the link leads to.
+    await Deno.symlink(srv.unix, `${allowed}/link.sock`);
+    let r = await hp([
+      "--no-ask",
+      ...MEDIATE,
+      "--allow-connect",
+      `unix:${allowed}/**`,
+      "--",
+      PY,
+      "-c",
+      CLIENT,
+      "unix",
+      `${allowed}/link.sock`,
+    ], s.project);
+    assertEquals([r.code, r.stdout], [3, "error EACCES\n"], r.stderr);
+    assert(r.stderr.includes(`denied connect unix:${srv.unix}`), r.stderr);
+    // Swapped while connecting: never the forbidden server.
+    r = await hp(
+      [
+        "--no-ask",
+        "-q",
+        ...MEDIATE,
+        "--allow-connect",
+        `unix:${allowed}/**`,
+        "--",
+        PY,
+        "-c",
+        SWAPPER,
+        allowed,
+        srv.unix,
+      ],
+      s.project,
+    );
+    assertEquals(r.code, 0, r.stderr);
+    assert(/mine=\d+/.test(r.stdout), r.stdout + r.stderr); // the allowed socket was reached
+    assert(!r.stdout.includes("HTTP"), `the forbidden server was reached: ${r.stdout}`);
+  } finally {
+    await s.cleanup();
+    await srv.stop();
+  }
+});
