@@ -75,10 +75,11 @@ if (import.meta.main) {
   } catch (e) {
     if (e instanceof UsageError) {
       console.error(`hallpass: ${e.message}`);
+      const sub = /^(agent|answer): /.exec(e.message)?.[1];
       console.error(
         e instanceof RulesError
           ? "hint: fix or remove that line; `hallpass rules` lists the rules in force"
-          : "hint: `hallpass --help` lists the options; nothing was run",
+          : `hint: \`hallpass ${sub ? sub + " " : ""}--help\` lists the options; nothing was run`,
       );
       code = 125;
     } else if (e instanceof CommandError) {

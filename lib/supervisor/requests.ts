@@ -116,6 +116,7 @@ export class RequestHandler {
       requestedForMs: req.forMs,
       requestTimeoutMs: req.timeoutMs,
     };
+    if (this.#cfg.container) q.container = this.#cfg.container.identity;
     this.#pending.set(qid, { n, req, target });
     m.postToMain({ t: "ask", q, key: `request\0${req.op}\0${target}\0${req.forMs ?? ""}` });
   }

@@ -379,3 +379,62 @@ Deno.test("a question goes to the answer service: answered once over the API, or
     await Deno.remove(dir, { recursive: true }).catch(() => {});
   }
 });
+
+Deno.test("hallpass-request inside a container: the request reaches the answer service with the pod", async () => {
+  needRoot();
+  needTools("runc", "busybox");
+  const dir = await scratch();
+  const token = crypto.randomUUID().replaceAll("-", "");
+  await Deno.writeTextFile(`${dir}/tokens`, `tester ${token}\n`, { mode: 0o600 });
+  await Deno.writeTextFile(`${dir}/rules/default.rules`, `${RULES}allow exec /bin/hallpass-request\n`);
+  const socket = `${dir}/agent.sock`;
+  const agent = await AgentProcess.start([
+    "--socket",
+    socket,
+    "--rules",
+    `${dir}/rules`,
+    "--listen",
+    "127.0.0.1:0",
+    "--token-file",
+    `${dir}/tokens`,
+  ]);
+  try {
+    const url = /questions at (http:\/\/[0-9.]+:\d+)\//.exec(agent.output)![1];
+    const auth = { authorization: `Bearer ${token}`, "x-hallpass-client": "answer" };
+    const rootfs = await makeBundle(`${dir}/b`, {
+      socket,
+      namespace: "ci",
+      pod: "job-1",
+      script: "hallpass-request write '/etc/app/**' --reason 'install the config'; echo \"req=$?\"; " +
+        'mkdir /etc/app; echo x > /etc/app/f; echo "w=$?"',
+    });
+    await Deno.copyFile(
+      new URL("../../hallpass-request", import.meta.url).pathname,
+      `${rootfs}/bin/hallpass-request`,
+    );
+    await Deno.chmod(`${rootfs}/bin/hallpass-request`, 0o755);
+    const run = runContainer("runc", `${dir}/b`, containerId("request"));
+    let q: { id: number; reason?: string; container: { pod: string }; suggestedScope: string } | undefined;
+    await until(async () => {
+      const list = await (await fetch(`${url}/api/questions`, { headers: auth })).json();
+      q = list.questions.find((x: { target: string }) => x.target === "/etc/app/**");
+      return q !== undefined;
+    }, "the request's question");
+    assertEquals(q!.reason, "install the config");
+    assertEquals(q!.container.pod, "job-1");
+    const a = await fetch(`${url}/api/answer`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({ id: q!.id, kind: "always" }),
+    });
+    assertEquals(a.status, 200, await a.text());
+    const r = await run;
+    assert(r.stdout.includes("req=0") && r.stdout.includes("w=0"), r.stdout + r.stderr);
+    assertEquals(await Deno.readTextFile(`${rootfs}/etc/app/f`), "x\n");
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\n--- agent output ---\n${agent.output}`);
+  } finally {
+    await agent.stop();
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+});
