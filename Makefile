@@ -17,7 +17,7 @@ CFLAGS_STATIC := -static -Os -Wall -Wextra -Werror -D_GNU_SOURCE -fno-strict-ali
 APT_PKGS     := musl-tools libseccomp2 tmux gcc make python3 git strace less vim curl netcat-openbsd \
                 bsdutils util-linux tar procps
 # What only the tests need: container runtimes and busybox for hallpass agent, a browser for its web page.
-TEST_PKGS    := runc crun busybox-static chromium
+TEST_PKGS    := runc crun busybox-static chromium containerd
 BENCH_PKGS   := time bubblewrap
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

@@ -1,0 +1,341 @@
+/**
+ * `hallpass agent` with containers made through containerd's CRI, as a kubelet makes them: a containerd of the
+ * test's own (tests/agent/cri/containerd.ts), a busybox image built here and imported without a registry
+ * (cri/image.ts), and a small CRI client over gRPC (cri/client.ts, cri/api.proto) that runs pods and
+ * containers whose seccomp profile is a Localhost profile: hallpass's, with the agent's socket as its
+ * listenerPath. The pods use the node's network (NamespaceMode NODE), so no CNI is needed.
+ *
+ * Root only, and containerd must be installed (`make test` installs it): the test fails, never skips, without
+ * them.
+ */
+import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
+import { seccompProfile } from "../../lib/agent/profile.ts";
+import { AgentProcess, exists, needRoot, until, which } from "./harness.ts";
+import {
+  type ContainerConfig,
+  CriClient,
+  type PodSandboxConfig,
+  type SecurityProfile,
+} from "./cri/client.ts";
+import { Containerd } from "./cri/containerd.ts";
+import { buildBusyboxImage } from "./cri/image.ts";
+
+const IMAGE = "hallpass.test/busybox:1";
+const RULES = "allow write /tmp/**\nallow exec /bin/busybox\n";
+/** Only for pod team/builder: a write the default rules do not allow. */
+const BUILDER_RULES = "allow write /opt/**\n";
+
+function needContainerd(): void {
+  const missing = ["containerd", "ctr", "runc", "busybox", "tar"].filter((p) => which(p) === null);
+  if (missing.length) {
+    throw new Error(
+      `missing ${missing.join(", ")}: the CRI tests need Debian's containerd, runc and busybox-static ` +
+        "(`make test` installs them: apt-get install containerd runc busybox-static)",
+    );
+  }
+}
+
+interface Env {
+  dir: string;
+  socket: string;
+  profile: SecurityProfile;
+  /** The pods' cgroups go under this one (as the kubelet's go under kubepods). */
+  cgroupParent: string;
+  cri: CriClient;
+  agent: AgentProcess;
+  containerd: Containerd;
+}
+
+interface RunningContainer {
+  id: string;
+  name: string;
+  logFile: string;
+}
+
+interface Pod {
+  id: string;
+  config: PodSandboxConfig;
+  containers: RunningContainer[];
+}
+
+/** Runs a pod (host network, the hallpass profile at pod level) with one busybox container per script. */
+async function runPod(
+  env: Env,
+  namespace: string,
+  name: string,
+  containers: { name: string; script: string }[],
+): Promise<Pod> {
+  const uid = crypto.randomUUID();
+  const ns = { network: "NODE", pid: "CONTAINER", ipc: "POD" } as const;
+  const config: PodSandboxConfig = {
+    metadata: { name, namespace, uid, attempt: 0 },
+    log_directory: `${env.dir}/logs/${namespace}_${name}_${uid}`,
+    labels: { "hallpass.test/pod": name },
+    linux: {
+      cgroup_parent: `/${env.cgroupParent}/pod${uid}`,
+      security_context: { namespace_options: ns, seccomp: env.profile },
+    },
+  };
+  await Deno.mkdir(config.log_directory!, { recursive: true });
+  const id = await env.cri.runPodSandbox(config);
+  const pod: Pod = { id, config, containers: [] };
+  for (const c of containers) {
+    const cc: ContainerConfig = {
+      metadata: { name: c.name, attempt: 0 },
+      image: { image: IMAGE },
+      command: ["/bin/sh", "-c", c.script],
+      envs: [{ key: "HOME", value: "/root" }],
+      log_path: `${c.name}/0.log`,
+      // The kubelet gives each container the pod's profile unless the container names its own.
+      linux: { security_context: { namespace_options: ns, seccomp: env.profile } },
+    };
+    const cid = await env.cri.createContainer(id, cc, config);
+    await env.cri.startContainer(cid);
+    pod.containers.push({ id: cid, name: c.name, logFile: `${config.log_directory}/${c.name}/0.log` });
+  }
+  return pod;
+}
+
+/** A container's output from its CRI log file (`TIME STREAM F|P TEXT` lines). */
+async function readLog(file: string): Promise<{ stdout: string; stderr: string }> {
+  let text = "";
+  try {
+    text = await Deno.readTextFile(file);
+  } catch { /* not yet */ }
+  const out = { stdout: "", stderr: "" };
+  for (const line of text.split("\n")) {
+    const m = /^\S+ (stdout|stderr) ([FP]) (.*)$/.exec(line);
+    if (m) out[m[1] as "stdout" | "stderr"] += m[3] + (m[2] === "F" ? "\n" : "");
+  }
+  return out;
+}
+
+async function waitLog(c: RunningContainer, marker: string): Promise<{ stdout: string; stderr: string }> {
+  let last = { stdout: "", stderr: "" };
+  await until(
+    async () => {
+      last = await readLog(c.logFile);
+      return last.stdout.includes(marker);
+    },
+    `${c.name} to print ${JSON.stringify(marker)} (its log so far: ${JSON.stringify(last)})`,
+    30_000,
+  );
+  return last;
+}
+
+/** The container's root as the host sees it (through its init process), from containerd's verbose status. */
+async function rootOf(env: Env, containerId: string): Promise<string> {
+  const { status, info } = await env.cri.containerStatus(containerId);
+  assertEquals(status.state, "CONTAINER_RUNNING", `container ${status.metadata?.name}: ${status.reason}`);
+  const pid = (info.info as { pid?: number })?.pid;
+  assert(typeof pid === "number" && pid > 0, `no pid in ContainerStatus info: ${JSON.stringify(info)}`);
+  return `/proc/${pid}/root`;
+}
+
+interface OciSpec {
+  annotations?: Record<string, string>;
+  linux?: { seccomp?: { listenerPath?: string; listenerMetadata?: string; defaultAction?: string } };
+}
+
+Deno.test({
+  name: "containerd CRI: pods whose Localhost seccomp profile is hallpass's are mediated by the agent",
+  // grpc-js keeps timers and sockets of its own between calls; everything is closed in the finally block.
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async (t) => {
+    needRoot();
+    needContainerd();
+    const started = Date.now();
+    const dir = await Deno.makeTempDir({ prefix: "hallpass-cri-" });
+    let agent: AgentProcess | null = null;
+    let containerd: Containerd | null = null;
+    let cri: CriClient | null = null;
+    const failures: string[] = [];
+    try {
+      await Deno.mkdir(`${dir}/rules`);
+      await Deno.writeTextFile(`${dir}/rules/default.rules`, RULES);
+      await Deno.writeTextFile(`${dir}/rules/team.builder.rules`, BUILDER_RULES);
+      const socket = `${dir}/agent.sock`;
+      agent = await AgentProcess.start([
+        "--socket",
+        socket,
+        "--rules",
+        `${dir}/rules`,
+        "--log",
+        `${dir}/decisions.jsonl`,
+      ]);
+      // The Localhost profile: with containerd 1.6 the CRI's localhost_ref is the profile's absolute path.
+      const profilePath = `${dir}/hallpass.json`;
+      await Deno.writeTextFile(
+        profilePath,
+        JSON.stringify(seccompProfile({ listenerPath: socket }), null, 2),
+      );
+      const image = await buildBusyboxImage(`${dir}/image`, which("busybox")!, IMAGE);
+      await Deno.mkdir(`${dir}/containerd`);
+      const cgroupParent = `hallpass-cri-${Deno.pid}`;
+      containerd = await Containerd.start({ dir: `${dir}/containerd`, sandboxImage: IMAGE, cgroupParent });
+      await containerd.importImage(image.archive);
+      cri = new CriClient(containerd.socket);
+      const version = await cri.version();
+      assertEquals(version.runtime_api_version, "v1");
+      assertEquals(await cri.imageId(IMAGE), image.id, "the CRI plugin does not see the imported image");
+      const env: Env = {
+        dir,
+        socket,
+        profile: { profile_type: "Localhost", localhost_ref: profilePath },
+        cgroupParent,
+        cri,
+        agent,
+        containerd,
+      };
+
+      /** A step whose failure carries what the agent and containerd said. */
+      const step = (name: string, fn: () => Promise<void>) =>
+        t.step(name, async () => {
+          try {
+            await fn();
+          } catch (e) {
+            failures.push(name);
+            throw new Error(
+              `${(e as Error).stack}\n--- agent output ---\n${env.agent.output}` +
+                `\n--- containerd log (end) ---\n${await env.containerd.logTail(15)}`,
+            );
+          }
+        });
+
+      const tag = `cri-${Deno.pid}`;
+      const script = [
+        `echo hi > /tmp/${tag}; echo "ok=$?"`,
+        'echo no > /etc/x; echo "etc=$?"',
+        '/opt/other echo ran-other; echo "other=$?"',
+        '/bin/busybox echo ran-busybox; echo "busybox=$?"',
+        'echo x > /opt/f; echo "opt=$?"',
+        "echo done",
+        "exec sleep 100000",
+      ].join("; ");
+      let builder: Pod | null = null;
+
+      await step("a container's writes and execs follow default.rules; its output says so", async () => {
+        builder = await runPod(env, "team", "builder", [{ name: "app", script }]);
+        const app = builder.containers[0];
+        const log = await waitLog(app, "done");
+        for (const want of ["ok=0", "ran-busybox", "busybox=0"]) {
+          assert(log.stdout.includes(want), `${want} in\n${log.stdout}`);
+        }
+        assert(/etc=[1-9]/.test(log.stdout), log.stdout);
+        assert(!log.stdout.includes("ran-other") && /other=126/.test(log.stdout), log.stdout);
+        assert(/can't create \/etc\/x: Permission denied/.test(log.stderr), log.stderr);
+        // The allowed write landed in the container's own root, the denied one nowhere.
+        const root = await rootOf(env, app.id);
+        assertEquals(await Deno.readTextFile(`${root}/tmp/${tag}`), "hi\n");
+        assert(!exists(`${root}/etc/x`), "the denied write landed");
+        assert(!exists(`/tmp/${tag}`), "the write went to the node's /tmp");
+        // The agent knew the pod and the container from containerd's annotations.
+        await agent!.waitOutput(/team\/builder app: mediating pid \d+/);
+        await agent!.waitOutput(/denied write \/etc\/x by sh/);
+        await agent!.waitOutput(/denied exec \/opt\/other/);
+        const decisions = await Deno.readTextFile(`${dir}/decisions.jsonl`);
+        assert(/"target":"\/etc\/x".*"decision":"deny"/.test(decisions), decisions);
+        assert(new RegExp(`"target":"/tmp/${tag}".*"decision":"allow"`).test(decisions), decisions);
+      });
+
+      await step("CRI ExecSync: an allowed write succeeds, a denied one fails with EACCES", async () => {
+        assert(builder, "no pod from the first step");
+        const app = builder.containers[0];
+        const root = await rootOf(env, app.id);
+        const ok = await cri!.execSync(app.id, ["/bin/sh", "-c", "echo e > /tmp/exec-ok"]);
+        assertEquals(ok.exit_code, 0, ok.stderr);
+        assertEquals(await Deno.readTextFile(`${root}/tmp/exec-ok`), "e\n");
+        const no = await cri!.execSync(app.id, ["/bin/sh", "-c", "echo e > /etc/exec-no"]);
+        assert(no.exit_code !== 0, `a denied write exited 0: ${JSON.stringify(no)}`);
+        assert(/Permission denied/.test(no.stderr), no.stderr);
+        assert(!exists(`${root}/etc/exec-no`), "the denied write landed");
+        // An exec the rules do not allow, from the exec'd shell (the runtime's own exec of sh passes).
+        const other = await cri!.execSync(app.id, ["/bin/sh", "-c", '/opt/other echo ran; echo "rc=$?"']);
+        assert(!other.stdout.includes("ran\n") && other.stdout.includes("rc=126"), JSON.stringify(other));
+        // Reads are not mediated: the exec'd process sees the first process's allowed write.
+        const cat = await cri!.execSync(app.id, ["cat", `/tmp/${tag}`]);
+        assertEquals(cat, { stdout: "hi\n", stderr: "", exit_code: 0 });
+        await agent!.waitOutput(/denied write \/etc\/exec-no by sh/);
+      });
+
+      await step("the sandbox (pause) container runs under the pod-level profile and passes", async () => {
+        assert(builder, "no pod from the first step");
+        const { status, info } = await cri!.podSandboxStatus(builder.id);
+        assertEquals(status.state, "SANDBOX_READY");
+        const sandbox = info.info as { pid?: number; runtimeSpec?: OciSpec };
+        // containerd wrote the profile, listenerPath included, into the sandbox's OCI spec ...
+        assertEquals(sandbox.runtimeSpec?.linux?.seccomp?.listenerPath, socket);
+        assertEquals(sandbox.runtimeSpec?.annotations?.["io.kubernetes.cri.container-type"], "sandbox");
+        // ... runc handed its listener to the agent, which let the runtime's exec of the pause command pass.
+        const m = /team\/builder: mediating pid (\d+)/.exec(agent!.output);
+        assert(m, "the agent never mediated the sandbox container");
+        assertEquals(Number(m[1]), sandbox.pid, "the agent mediated another process than the sandbox's");
+        // The container's spec carries the profile and the pod's names the agent read.
+        const c = (await cri!.containerStatus(builder.containers[0].id)).info.info as {
+          runtimeSpec?: OciSpec;
+        };
+        assertEquals(c.runtimeSpec?.linux?.seccomp?.listenerPath, socket);
+        const a = c.runtimeSpec?.annotations ?? {};
+        assertEquals(
+          [
+            a["io.kubernetes.cri.sandbox-namespace"],
+            a["io.kubernetes.cri.sandbox-name"],
+            a["io.kubernetes.cri.container-name"],
+            a["io.kubernetes.cri.container-type"],
+          ],
+          ["team", "builder", "app", "container"],
+        );
+      });
+
+      await step("per-pod rules: team.builder.rules applies to that pod only", async () => {
+        assert(builder, "no pod from the first step");
+        const b = builder.containers[0];
+        const other = await runPod(env, "team", "other", [{ name: "app", script }]);
+        const o = other.containers[0];
+        const lb = await waitLog(b, "done");
+        const lo = await waitLog(o, "done");
+        assert(lb.stdout.includes("opt=0"), lb.stdout);
+        assert(/opt=[1-9]/.test(lo.stdout), lo.stdout);
+        // Both pods otherwise follow default.rules.
+        assert(lo.stdout.includes("ok=0") && /etc=[1-9]/.test(lo.stdout), lo.stdout);
+        assertEquals(await Deno.readTextFile(`${await rootOf(env, b.id)}/opt/f`), "x\n");
+        assert(!exists(`${await rootOf(env, o.id)}/opt/f`), "team/other wrote /opt/f");
+        await agent!.waitOutput(/team\/other app: mediating pid \d+/);
+        await agent!.waitOutput(/denied write \/opt\/f by sh/);
+      });
+
+      await step("StopPodSandbox and RemovePodSandbox take the pods down; the agent serves on", async () => {
+        for (const p of await cri!.listPodSandbox()) {
+          await cri!.stopPodSandbox(p.id);
+          await cri!.removePodSandbox(p.id);
+        }
+        assertEquals(await cri!.listPodSandbox(), []);
+        assertEquals(await cri!.listContainers(), []);
+        // A new pod still gets mediated: the agent let go of the old containers and goes on.
+        const again = await runPod(env, "team", "again", [{ name: "app", script }]);
+        const log = await waitLog(again.containers[0], "done");
+        assert(log.stdout.includes("ok=0") && /etc=[1-9]/.test(log.stdout), log.stdout);
+        await agent!.waitOutput(/team\/again app: mediating pid \d+/);
+      });
+
+      console.log(`containerd CRI test: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    } catch (e) {
+      throw new Error(
+        `${(e as Error).message}\n--- agent output ---\n${agent?.output ?? "(not started)"}` +
+          `\n--- containerd log (end) ---\n${(await containerd?.logTail(30)) ?? "(not started)"}`,
+      );
+    } finally {
+      cri?.close();
+      const notes = (await containerd?.stop()) ?? [];
+      // After a clean run nothing is left to clean up; after a failure, what was left says something too.
+      if (notes.length) {
+        console.error(`cleanup${failures.length ? " after a failure" : ""}: ${notes.join("; ")}`);
+      }
+      await agent?.stop();
+      await Deno.remove(dir, { recursive: true }).catch((e) =>
+        console.error(`removing ${dir}: ${e.message}`)
+      );
+    }
+  },
+});
