@@ -100,7 +100,7 @@ Deno.test("a flood from one pid is bounded; [D] denies everything from that pid;
   assertEquals(await flood[3], { kind: "deny", by: "flood" });
   assertEquals(await flood[4], { kind: "deny", by: "flood" });
   const screen = await host.screen();
-  assert(screen.at(-1)!.endsWith("[D] deny all from pid 66"), screen.at(-1));
+  assert(screen.at(-1)!.endsWith("[D] deny all from pid 66"), String(screen.at(-1)));
   assertEquals(screen[host.rows - 5], "hallpass: node (pid 66) wants to write (+3 more)");
   host.key("D");
   for (const p of flood.slice(0, 3)) assertEquals(await p, { kind: "deny", by: "terminal" });

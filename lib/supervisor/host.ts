@@ -155,7 +155,7 @@ export class SupervisorHost {
     const w = this.#worker;
     if (!w) return true;
     this.#worker = null;
-    let timer = 0;
+    let timer: ReturnType<typeof setTimeout> | undefined;
     const done = new Promise<boolean>((r) => {
       this.#stopped = () => r(true);
       timer = setTimeout(() => r(false), timeoutMs);
