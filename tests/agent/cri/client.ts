@@ -46,6 +46,8 @@ export interface ContainerConfig {
   args?: string[];
   working_dir?: string;
   envs?: { key: string; value: string }[];
+  /** Volumes: a host path bind-mounted at container_path. */
+  mounts?: { container_path: string; host_path: string; readonly?: boolean }[];
   labels?: Record<string, string>;
   annotations?: Record<string, string>;
   /** Relative to the pod's log_directory. */
@@ -55,7 +57,10 @@ export interface ContainerConfig {
       namespace_options?: NamespaceOption;
       privileged?: boolean;
       no_new_privs?: boolean;
+      readonly_rootfs?: boolean;
       run_as_user?: { value: number };
+      run_as_group?: { value: number };
+      capabilities?: { add_capabilities?: string[]; drop_capabilities?: string[] };
       seccomp?: SecurityProfile;
     };
   };
