@@ -243,7 +243,8 @@ export class Agent {
     }, {
       backend: this.#backend,
       summary,
-      warn: this.#warn,
+      // Lines name the pod: `hallpass agent: team/builder app: denied write /etc/x by sh (pid 4242)`.
+      warn: (l) => this.#warn(l.replace(/^hallpass: /, `hallpass agent: ${label}: `)),
       rulesFile: null,
       printDenials: true,
       onFatal: (message) => {

@@ -39,6 +39,8 @@ export class SupervisorHost {
   readonly #posted = new SharedArrayBuffer(8);
   #received = 0;
   #stopped: (() => void) | null = null;
+  /** The Worker said it stopped (or failed): nothing to wait for. */
+  #workerDone = false;
 
   constructor(cfg: Omit<SessionConfig, "wakeFd" | "posted">, o: HostOptions) {
     this.#cfg = cfg;
@@ -93,9 +95,11 @@ export class SupervisorHost {
         }
         break;
       case "stopped":
+        this.#workerDone = true;
         this.#stopped?.();
         break;
       case "fatal":
+        this.#workerDone = true; // its loop is over: it touches no fd any more
         this.#o.onFatal(m.message);
         break;
     }
@@ -146,21 +150,28 @@ export class SupervisorHost {
    */
   /**
    * Stops mediating while the sandbox goes on (the agent hands the listener to its successor): the Worker leaves
-   * its loop between notifications, denies what was waiting for an answer (EACCES), and closes its copy of the
-   * listener. Resolves when it has.
+   * its loop between notifications and denies what was waiting for an answer (EACCES); its copy of the
+   * listener is then the owner's to close. Resolves with whether it stopped in time.
    */
   async halt(timeoutMs = 5000): Promise<boolean> {
     this.#closing = true;
     for (const ac of this.#aborts.values()) ac.abort();
     const w = this.#worker;
     if (!w) return true;
-    this.#worker = null;
+    if (this.#workerDone) {
+      this.#worker = null;
+      w.terminate();
+      close(this.#wakeR);
+      close(this.#wakeW);
+      return true;
+    }
     let timer: ReturnType<typeof setTimeout> | undefined;
     const done = new Promise<boolean>((r) => {
       this.#stopped = () => r(true);
       timer = setTimeout(() => r(false), timeoutMs);
     });
-    this.#send({ t: "stop" });
+    this.#send({ t: "stop" }); // while #worker is still set: #send posts through it
+    this.#worker = null;
     const ok = await done;
     clearTimeout(timer);
     w.terminate();

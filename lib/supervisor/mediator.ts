@@ -1092,6 +1092,7 @@ export class Mediator {
       const pid = this.proc.tgid(rec.pid);
       rec = { ...rec, pid, name: rec.name ?? this.proc.comm(pid), chain: this.proc.chain(pid) };
     }
+    if (this.#cfg.container) rec = { container: this.#cfg.container.identity, ...rec };
     const line = JSON.stringify({ time: new Date().toISOString(), ...rec }) + "\n";
     try {
       this.#log.writeSync(this.#enc.encode(line));

@@ -29,9 +29,11 @@ const post = (m: ToMain) => {
   if (state) Atomics.add(state, 0, 1);
   self.postMessage(m);
 };
+let root: ContainerView | null = null;
 function openRoot(pid: number): void {
   const v = ContainerView.open(pid);
   if (typeof v === "number") throw new Error(`cannot open the container's root (errno ${-v})`);
+  root = v;
   setView(v);
 }
 
@@ -135,11 +137,13 @@ async function main(): Promise<void> {
     }
   }
   m.close();
+  root?.close();
   // The listener stays open: its owner closes it (the agent hands it to its successor).
   post({ t: "stopped", stats: m.stats });
   self.close();
 }
 
 main().catch((e) => {
+  root?.close();
   post({ t: "fatal", message: e instanceof Error ? e.message : String(e) });
 });

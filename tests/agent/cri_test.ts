@@ -147,7 +147,7 @@ async function rootOf(env: Env, containerId: string): Promise<string> {
  * fd stay for good (about 11 fds, a thread and 13 MB per container or exec'd process). Set to false with the
  * fix.
  */
-const EXEC_LEAK_IGNORED = true;
+const EXEC_LEAK_IGNORED = false;
 
 /** How many seccomp listener fds the process `pid` holds. */
 function listenerFds(pid: number): number {

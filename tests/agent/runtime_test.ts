@@ -289,6 +289,33 @@ Deno.test("agent restart: a new agent takes the running containers over; stoppin
   }
 });
 
+Deno.test("containers that end leave nothing behind in the agent (fds, threads)", async () => {
+  await withAgent(RULES, async (dir, socket, agent) => {
+    const count = (what: "fd" | "task") => [...Deno.readDirSync(`/proc/${agent.child.pid}/${what}`)].length;
+    await makeBundle(`${dir}/b`, { socket, script: 'echo x > /tmp/x; echo "x=$?"' });
+    // One run first: what the first container starts once (modules, the answer-less backend) is not a leak.
+    assert((await runContainer("runc", `${dir}/b`, containerId("leak0"))).stdout.includes("x=0"));
+    await sleep(300);
+    const fds = count("fd"), tasks = count("task");
+    for (let i = 1; i <= 8; i++) {
+      const r = await runContainer("runc", `${dir}/b`, containerId(`leak${i}`));
+      assert(r.stdout.includes("x=0"), r.stdout + r.stderr);
+    }
+    await until(
+      () => count("fd") <= fds + 2 && count("task") <= tasks + 2,
+      `fds (${fds}) and threads (${tasks}) to come back`,
+    ).catch((e) => {
+      throw new Error(
+        `${e.message}: now ${count("fd")} fds ${count("task")} threads; ${
+          Deno.readDirSync(`/proc/${agent.child.pid}/fd`).toArray().map((f) =>
+            Deno.readLinkSync(`/proc/${agent.child.pid}/fd/${f.name}`)
+          ).join(" ")
+        }`,
+      );
+    });
+  });
+});
+
 Deno.test("the agent refuses a malformed runtime message and goes on serving", async () => {
   await withAgent(RULES, async (dir, socket, agent) => {
     const conn = await Deno.connect({ transport: "unix", path: socket });
