@@ -332,33 +332,65 @@ Deno.test("the agent refuses a malformed runtime message and goes on serving", a
   });
 });
 
-Deno.test("a question goes to the answer service: answered once over the API, or denied at the timeout", async () => {
-  needRoot();
-  needTools("runc", "busybox");
-  const dir = await scratch();
+type Api = (path: string, init?: RequestInit) => Promise<Response>;
+
+/** withAgent with the answer service on: `api` calls it with a token of "tester". */
+async function withAnswerAgent(
+  rules: string,
+  extraArgs: string[],
+  fn: (dir: string, socket: string, agent: AgentProcess, api: Api) => Promise<void>,
+): Promise<void> {
   const token = crypto.randomUUID().replaceAll("-", "");
-  await Deno.writeTextFile(`${dir}/tokens`, `tester ${token}\n`, { mode: 0o600 });
-  await Deno.writeTextFile(`${dir}/rules/default.rules`, RULES);
-  const socket = `${dir}/agent.sock`;
-  const agent = await AgentProcess.start([
-    "--socket",
-    socket,
-    "--rules",
-    `${dir}/rules`,
-    "--listen",
-    "127.0.0.1:0",
-    "--token-file",
-    `${dir}/tokens`,
-    "--ask-timeout",
-    "3s",
-  ]);
+  const tokens = await Deno.makeTempFile({ prefix: "hallpass-tokens-" });
+  await Deno.writeTextFile(tokens, `tester ${token}\n`);
   try {
-    const url = /questions at (http:\/\/[0-9.]+:\d+)\//.exec(agent.output)![1];
-    const api = (path: string, init: RequestInit = {}) =>
-      fetch(url + path, {
-        ...init,
-        headers: { authorization: `Bearer ${token}`, "x-hallpass-client": "answer", ...(init.headers ?? {}) },
-      });
+    await withAgent(rules, async (dir, socket, agent) => {
+      const url = /questions at (http:\/\/[0-9.]+:\d+)\//.exec(agent.output)![1];
+      const api: Api = (path, init = {}) =>
+        fetch(url + path, {
+          ...init,
+          headers: {
+            authorization: `Bearer ${token}`,
+            "x-hallpass-client": "answer",
+            ...(init.headers ?? {}),
+          },
+        });
+      // Without the token nothing is shown.
+      assertEquals((await fetch(url + "/api/questions")).status, 401);
+      await fn(dir, socket, agent, api);
+    }, ["--listen", "127.0.0.1:0", "--token-file", tokens, ...extraArgs]);
+  } finally {
+    await Deno.remove(tokens);
+  }
+}
+
+/** Waits for a pending question about `target`; returns it. */
+async function question(api: Api, target: string) {
+  let q: {
+    id: number;
+    reason?: string;
+    chain: string[];
+    container: { namespace: string; pod: string; container: string; id: string };
+  } | undefined;
+  await until(async () => {
+    const list = await (await api("/api/questions")).json();
+    q = list.questions.find((x: { target: string }) => x.target === target);
+    return q !== undefined;
+  }, `the question about ${target}`);
+  return q!;
+}
+
+async function answer(api: Api, id: number, kind: string): Promise<void> {
+  const r = await api("/api/answer", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ id, kind }),
+  });
+  assertEquals(r.status, 200, await r.text());
+}
+
+Deno.test("a question goes to the answer service: answered once over the API, or denied at the timeout", async () => {
+  await withAnswerAgent(RULES, ["--ask-timeout", "3s"], async (dir, socket, agent, api) => {
     const rootfs = await makeBundle(`${dir}/b`, {
       socket,
       namespace: "team",
@@ -367,29 +399,11 @@ Deno.test("a question goes to the answer service: answered once over the API, or
       script: 'echo q > /etc/q; echo "q=$?"; echo t > /etc/t; echo "t=$?"',
     });
     const run = runContainer("runc", `${dir}/b`, containerId("ask"));
-    // The first write waits for an answer: it is listed with the pod, the container and the target.
-    let id = 0;
-    await until(async () => {
-      const r = await api("/api/questions");
-      const list = await r.json();
-      const q = list.questions.find((x: { target: string }) => x.target === "/etc/q");
-      if (q) {
-        assertEquals(q.container.namespace, "team");
-        assertEquals(q.container.pod, "asker");
-        assertEquals(q.container.container, "main");
-        assert(q.chain.some((c: string) => c.includes("echo q > /etc/q")), JSON.stringify(q.chain));
-        id = q.id;
-      }
-      return id !== 0;
-    }, "the question about /etc/q");
-    // Without the token nothing is shown.
-    assertEquals((await fetch(url + "/api/questions")).status, 401);
-    const answered = await api("/api/answer", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ id, kind: "once" }),
-    });
-    assertEquals(answered.status, 200, await answered.text());
+    // The first write waits for an answer: it is listed with the pod, the container and the process chain.
+    const q = await question(api, "/etc/q");
+    assertEquals(q.container, { namespace: "team", pod: "asker", container: "main", id: q.container.id });
+    assert(q.chain.some((c) => c.includes("echo q > /etc/q")), JSON.stringify(q.chain));
+    await answer(api, q.id, "once");
     // The second is never answered: denied when the timeout (3 s) passes.
     const t0 = Date.now();
     const r = await run;
@@ -398,70 +412,35 @@ Deno.test("a question goes to the answer service: answered once over the API, or
     assert(Date.now() - t0 >= 2000, "the unanswered question was denied before its timeout");
     assertEquals(await Deno.readTextFile(`${rootfs}/etc/q`), "q\n");
     assert(!exists(`${rootfs}/etc/t`));
-    await agent.waitOutput(/denied write \/etc\/t/);
-  } catch (e) {
-    throw new Error(`${(e as Error).message}\n--- agent output ---\n${agent.output}`);
-  } finally {
-    await agent.stop();
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
-  }
+    await agent.waitOutput(/team\/asker main: denied write \/etc\/t/);
+  });
 });
 
 Deno.test("hallpass-request inside a container: the request reaches the answer service with the pod", async () => {
-  needRoot();
-  needTools("runc", "busybox");
-  const dir = await scratch();
-  const token = crypto.randomUUID().replaceAll("-", "");
-  await Deno.writeTextFile(`${dir}/tokens`, `tester ${token}\n`, { mode: 0o600 });
-  await Deno.writeTextFile(`${dir}/rules/default.rules`, `${RULES}allow exec /bin/hallpass-request\n`);
-  const socket = `${dir}/agent.sock`;
-  const agent = await AgentProcess.start([
-    "--socket",
-    socket,
-    "--rules",
-    `${dir}/rules`,
-    "--listen",
-    "127.0.0.1:0",
-    "--token-file",
-    `${dir}/tokens`,
-  ]);
-  try {
-    const url = /questions at (http:\/\/[0-9.]+:\d+)\//.exec(agent.output)![1];
-    const auth = { authorization: `Bearer ${token}`, "x-hallpass-client": "answer" };
-    const rootfs = await makeBundle(`${dir}/b`, {
-      socket,
-      namespace: "ci",
-      pod: "job-1",
-      script: "hallpass-request write '/etc/app/**' --reason 'install the config'; echo \"req=$?\"; " +
-        'mkdir /etc/app; echo x > /etc/app/f; echo "w=$?"',
-    });
-    await Deno.copyFile(
-      new URL("../../hallpass-request", import.meta.url).pathname,
-      `${rootfs}/bin/hallpass-request`,
-    );
-    await Deno.chmod(`${rootfs}/bin/hallpass-request`, 0o755);
-    const run = runContainer("runc", `${dir}/b`, containerId("request"));
-    let q: { id: number; reason?: string; container: { pod: string }; suggestedScope: string } | undefined;
-    await until(async () => {
-      const list = await (await fetch(`${url}/api/questions`, { headers: auth })).json();
-      q = list.questions.find((x: { target: string }) => x.target === "/etc/app/**");
-      return q !== undefined;
-    }, "the request's question");
-    assertEquals(q!.reason, "install the config");
-    assertEquals(q!.container.pod, "job-1");
-    const a = await fetch(`${url}/api/answer`, {
-      method: "POST",
-      headers: { ...auth, "content-type": "application/json" },
-      body: JSON.stringify({ id: q!.id, kind: "always" }),
-    });
-    assertEquals(a.status, 200, await a.text());
-    const r = await run;
-    assert(r.stdout.includes("req=0") && r.stdout.includes("w=0"), r.stdout + r.stderr);
-    assertEquals(await Deno.readTextFile(`${rootfs}/etc/app/f`), "x\n");
-  } catch (e) {
-    throw new Error(`${(e as Error).message}\n--- agent output ---\n${agent.output}`);
-  } finally {
-    await agent.stop();
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
-  }
+  await withAnswerAgent(
+    `${RULES}allow exec /bin/hallpass-request\n`,
+    [],
+    async (dir, socket, _agent, api) => {
+      const rootfs = await makeBundle(`${dir}/b`, {
+        socket,
+        namespace: "ci",
+        pod: "job-1",
+        script: "hallpass-request write '/etc/app/**' --reason 'install the config'; echo \"req=$?\"; " +
+          'mkdir /etc/app; echo x > /etc/app/f; echo "w=$?"',
+      });
+      await Deno.copyFile(
+        new URL("../../hallpass-request", import.meta.url).pathname,
+        `${rootfs}/bin/hallpass-request`,
+      );
+      await Deno.chmod(`${rootfs}/bin/hallpass-request`, 0o755);
+      const run = runContainer("runc", `${dir}/b`, containerId("request"));
+      const q = await question(api, "/etc/app/**");
+      assertEquals(q.reason, "install the config");
+      assertEquals(q.container.pod, "job-1");
+      await answer(api, q.id, "always");
+      const r = await run;
+      assert(r.stdout.includes("req=0") && r.stdout.includes("w=0"), r.stdout + r.stderr);
+      assertEquals(await Deno.readTextFile(`${rootfs}/etc/app/f`), "x\n");
+    },
+  );
 });
