@@ -377,3 +377,8 @@ export class Poller {
 export function executableOnDisk(path: string): boolean {
   return libc().access(cstr(path), 1 /* X_OK */) === 0;
 }
+
+/** Whether `path` exists on the real file system (not the embedded one of a compiled binary). */
+export function existsOnDisk(path: string): boolean {
+  return libc().access(cstr(path), 0 /* F_OK */) === 0;
+}

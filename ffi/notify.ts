@@ -89,21 +89,12 @@ export class NotifyFd {
       if (e === 2 || e === 4) return null;
       throw new SysError("SECCOMP_IOCTL_NOTIF_RECV", e);
     }
-    const v = this.#nv;
-    return {
-      id: v.getBigUint64(0, true),
-      tid: v.getUint32(8, true),
-      nr: v.getInt32(16, true),
-      arch: v.getUint32(20, true),
-      args: [
-        v.getBigUint64(32, true),
-        v.getBigUint64(40, true),
-        v.getBigUint64(48, true),
-        v.getBigUint64(56, true),
-        v.getBigUint64(64, true),
-        v.getBigUint64(72, true),
-      ],
-    };
+    return decodeNotification(this.#nv);
+  }
+
+  /** A notification received elsewhere (the fast path), in a struct seccomp_notif buffer. */
+  decode(buf: Uint8Array<ArrayBuffer>): Notification {
+    return decodeNotification(new DataView(buf.buffer, buf.byteOffset));
   }
 
   /** True while the notification is still pending (the thread did not die or get interrupted). */
@@ -230,6 +221,23 @@ export class NotifyFd {
 }
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
+function decodeNotification(v: DataView): Notification {
+  return {
+    id: v.getBigUint64(0, true),
+    tid: v.getUint32(8, true),
+    nr: v.getInt32(16, true),
+    arch: v.getUint32(20, true),
+    args: [
+      v.getBigUint64(32, true),
+      v.getBigUint64(40, true),
+      v.getBigUint64(48, true),
+      v.getBigUint64(56, true),
+      v.getBigUint64(64, true),
+      v.getBigUint64(72, true),
+    ],
+  };
+}
+
 function decodePath(b: Uint8Array): string | number {
   try {
     return utf8.decode(b);

@@ -6,6 +6,7 @@
 import {
   close,
   executableOnDisk,
+  existsOnDisk,
   pollFds,
   readAsync,
   recvWithFds,
@@ -42,16 +43,33 @@ const END_GRACE_MS = 3000;
 
 /** Where the launcher binary is: beside the sources, or unpacked from the compiled binary to a cache. */
 export function launcherPath(): string {
-  const p = decodeURIComponent(new URL("../build/hallpass-launcher", import.meta.url).pathname);
-  // Asked of the real file system (FFI, not Deno's API): in a compiled binary the path exists only in the
-  // embedded one, and the kernel cannot execute it from there.
-  if (executableOnDisk(p)) return p;
+  return bundledFile("hallpass-launcher", 0o755);
+}
+
+/** The supervisor's fast path library, or null when it was not built (the mediator then does everything). */
+export function fastPathLibrary(): string | null {
+  try {
+    return bundledFile("libhallpass-fastpath.so", 0o644);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A file from build/ as a path the kernel can use. Asked of the real file system (FFI, not Deno's API): in a
+ * compiled binary the path exists only in the embedded one, and the kernel can neither execute nor map it from
+ * there, so it is copied once into ~/.cache/hallpass, named by its contents.
+ */
+function bundledFile(name: string, mode: number): string {
+  const p = decodeURIComponent(new URL(`../build/${name}`, import.meta.url).pathname);
+  if ((mode & 0o111) !== 0 ? executableOnDisk(p) : existsOnDisk(p)) return p;
   const bytes = Deno.readFileSync(p);
   const home = Deno.env.get("HOME") ?? "/tmp";
   const cache = `${Deno.env.get("XDG_CACHE_HOME") || home + "/.cache"}/hallpass`;
   let sum = bytes.length;
   for (const b of bytes) sum = (Math.imul(sum, 31) + b) >>> 0;
-  const target = `${cache}/launcher-${sum.toString(16)}`;
+  const base = name.replace(/^hallpass-/, "").replace(/\.so$/, "");
+  const target = `${cache}/${base}-${sum.toString(16)}${name.endsWith(".so") ? ".so" : ""}`;
   try {
     if (Deno.statSync(target).size === bytes.length) return target;
   } catch {
@@ -59,7 +77,7 @@ export function launcherPath(): string {
   }
   Deno.mkdirSync(cache, { recursive: true, mode: 0o700 });
   const tmp = `${target}.${Deno.pid}`;
-  Deno.writeFileSync(tmp, bytes, { mode: 0o755 });
+  Deno.writeFileSync(tmp, bytes, { mode });
   Deno.renameSync(tmp, target);
   return target;
 }
@@ -236,6 +254,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     pathEnv: plan.pathEnv,
     logPath: opts.logPath ?? null,
     umask: userUmask,
+    fastPath: fastPathLibrary(),
   }, {
     backend,
     summary,

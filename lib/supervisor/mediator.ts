@@ -144,7 +144,19 @@ export class Mediator {
   }
 
   /** Floor roots that contain a deny rule: allowed writes there are emulated, not continued. */
+  /**
+   * The floor roots the fast path (ffi/fastpath.ts) may continue writes in: floor trees with no deny rule in
+   * or above them. None while every decision is logged (--log) or in a container (no floor). `rootsVersion`
+   * changes whenever they may have.
+   */
+  fastRoots(): string[] {
+    if (this.#log || this.#cfg.container) return [];
+    return this.#floor.filter((f) => f.kind === "tree" && !this.#taintedFloor.includes(f)).map((f) => f.path);
+  }
+  rootsVersion = 0;
+
   #retaint(): void {
+    this.rootsVersion++;
     const denies = this.policy.rules.filter((r) => r.effect === "deny" && r.op === "write");
     this.#taintedFloor = this.#floor.filter((f) =>
       f.kind === "tree" &&

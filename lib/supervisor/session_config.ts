@@ -30,6 +30,8 @@ export interface SessionConfig {
   logPath: string | null;
   /** The command's umask (the supervisor runs with umask 0 and applies the command's itself). */
   umask: number;
+  /** The fast path library (lib/run.ts fastPathLibrary), or null: the mediator answers everything. */
+  fastPath?: string | null;
   /**
    * `hallpass agent`: the sandbox is a container the runtime set up. Paths are looked up inside its root (that
    * of `rootPid`), there is no floor (every allowed write is emulated), and until the first execve on this

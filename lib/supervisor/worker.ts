@@ -10,6 +10,7 @@
 import { libc, Poller } from "../../ffi/libc.ts";
 import { type Notification, NotifyFd } from "../../ffi/notify.ts";
 import { Mediator } from "./mediator.ts";
+import { FastPath, SERVE } from "../../ffi/fastpath.ts";
 import { ContainerView, setView } from "./view.ts";
 import type { SessionConfig, ToMain, ToWorker } from "./session_config.ts";
 
@@ -71,6 +72,13 @@ async function main(): Promise<void> {
   const nfd = new NotifyFd(cfg.listenerFd);
   nfd.trySyncWakeup();
   const m = new Mediator(cfg, nfd, post);
+  // The fast path answers writes plainly inside the floor without coming back here (HALLPASS_FAST_PATH=0
+  // turns it off, to compare).
+  const fast = cfg.fastPath && !cfg.container && Deno.env.get("HALLPASS_FAST_PATH") !== "0"
+    ? FastPath.open(cfg.fastPath)
+    : null;
+  let rootsVersion = -1;
+  const notifBuf = new Uint8Array(128);
   post({ t: "ready" });
   const drain = new Uint8Array(128);
   let listenerOpen = true;
@@ -94,10 +102,30 @@ async function main(): Promise<void> {
     // (Not for a container: the agent may have to stop this loop to hand the listener over, and a Worker
     // blocked in RECV could only leave it with a notification taken and never answered.)
     if (!busy && listenerOpen && !cfg.container && inbox.length === 0 && received === announced) {
-      // Nothing pending: only a notification can matter now. Wait for it in RECV itself.
-      const n = nfd.recv();
-      if (n) handle(m, n);
-      continue;
+      if (fast) {
+        if (rootsVersion !== m.rootsVersion) {
+          fast.setRoots(m.fastRoots());
+          rootsVersion = m.rootsVersion;
+        }
+        if (fast.active) {
+          // Nothing pending: the fast path waits, answers what is plainly in the floor, and returns the rest.
+          // Nothing pending, so no message can matter: no wake pipe, it waits in RECV itself.
+          const r = fast.serve(cfg.listenerFd, -1, notifBuf, 80, -1);
+          if (r === SERVE.NOTIFICATION) handle(m, nfd.decode(notifBuf));
+          else if (r === SERVE.HANGUP) {
+            listenerOpen = false;
+            dirty = true;
+          } else if (r < 0) throw new Error(`the fast path failed (errno ${-r})`);
+          // SERVE.WAKE: a message; the poll below sees the pipe.
+          if (r !== SERVE.WAKE) continue;
+        }
+      }
+      if (!fast?.active) {
+        // Nothing pending: only a notification can matter now. Wait for it in RECV itself.
+        const n = nfd.recv();
+        if (n) handle(m, n);
+        continue;
+      }
     }
     const ready = poller.wait(busy ? 200 : -1);
     if (ready > 0) {
@@ -135,6 +163,12 @@ async function main(): Promise<void> {
         lastSweep = now;
       }
     }
+  }
+  if (fast) {
+    const f = fast.stats();
+    m.stats.notifications += f.continued;
+    m.stats.continued += f.continued;
+    fast.close();
   }
   m.close();
   root?.close();

@@ -1,0 +1,326 @@
+/*
+ * hallpass supervisor fast path (docs/performance.md): the supervisor Worker hands its wait for the next
+ * notification to this loop, which answers by itself — CONTINUE — the writes that plainly fall inside the
+ * Landlock floor, and returns every other notification to the TypeScript mediator.
+ *
+ * Why this is safe (DESIGN §2): CONTINUE is only ever used inside the floor, for calls Landlock covers, in floor
+ * roots that hold no deny rule. The kernel re-checks every such call against the same Landlock ruleset, so a
+ * classification made stale by a racing thread (a directory swapped for a symlink after the check) cannot let
+ * a write leave the floor: the worst it can do is turn an allowed write into EACCES. The checks below exist to
+ * keep hallpass's answers the same as the mediator's, not to enforce anything; anything unusual goes to the
+ * mediator:
+ *   - only open/openat/creat (not O_TMPFILE), mkdir(at), unlink(at), rmdir, rename(at, at2 without flags
+ *     other than RENAME_NOREPLACE), of the native architecture;
+ *   - the path is printable ASCII, < 4096 bytes, without `..`, not under /proc or /dev/fd, not /dev/std*;
+ *   - its directory is below a root the mediator gave (a floor tree with no deny rule), and opens with
+ *     openat2 RESOLVE_NO_SYMLINKS (no symlink anywhere on it);
+ *   - for calls that follow a final symlink, the last component is not a symlink.
+ * The mediator sets no roots while it logs every decision (--log), in a container (no floor), or when the
+ * library is missing; then everything goes to it, as before.
+ *
+ * Built as a shared library (glibc) and loaded with Deno.dlopen; one handle per listener.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/openat2.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE 1
+#endif
+#if defined(__x86_64__)
+#define NATIVE_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define NATIVE_ARCH AUDIT_ARCH_AARCH64
+#else
+#error "unsupported architecture"
+#endif
+
+#define PATH_MAX_BYTES 4096
+#define MAX_ROOTS 64
+#define DIR_CACHE 64
+#define DIR_CACHE_NS 500000000LL /* directories checked in the last 0.5 s are not checked again */
+
+struct hp_fast {
+	int nroots;
+	char *roots[MAX_ROOTS];
+	size_t rootlen[MAX_ROOTS];
+	struct {
+		char path[PATH_MAX_BYTES];
+		long long at;
+	} cache[DIR_CACHE];
+	unsigned cache_next;
+	unsigned long long continued;
+	unsigned long long handed;
+};
+
+void *hp_fast_new(void) { return calloc(1, sizeof(struct hp_fast)); }
+
+static void clear_roots(struct hp_fast *h) {
+	for (int i = 0; i < h->nroots; i++) free(h->roots[i]);
+	h->nroots = 0;
+	memset(h->cache, 0, sizeof h->cache);
+}
+
+void hp_fast_free(void *p) {
+	struct hp_fast *h = p;
+	if (!h) return;
+	clear_roots(h);
+	free(h);
+}
+
+/* The roots: canonical absolute directory paths, each NUL-terminated, `len` bytes in all. 0, or -EINVAL. */
+int hp_fast_set_roots(void *p, const char *roots, int len) {
+	struct hp_fast *h = p;
+	clear_roots(h);
+	int off = 0;
+	while (off < len && h->nroots < MAX_ROOTS) {
+		const char *r = roots + off;
+		size_t n = strnlen(r, (size_t)(len - off));
+		if (n == (size_t)(len - off) || n == 0 || r[0] != '/') return -EINVAL;
+		/* "/" itself is never a floor root (the project cannot be /); strip a trailing slash otherwise */
+		size_t keep = n;
+		while (keep > 1 && r[keep - 1] == '/') keep--;
+		if (keep == 1) return -EINVAL;
+		h->roots[h->nroots] = strndup(r, keep);
+		h->rootlen[h->nroots] = keep;
+		h->nroots++;
+		off += (int)n + 1;
+	}
+	return 0;
+}
+
+/* [continued, handed to the mediator] */
+void hp_fast_stats(void *p, unsigned long long *out) {
+	struct hp_fast *h = p;
+	out[0] = h->continued;
+	out[1] = h->handed;
+}
+
+static long long now_ns(void) {
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* Reads the NUL-terminated string at `addr` in thread `tid`, page by page. Its length, or -1. */
+static int read_path(pid_t tid, uint64_t addr, char *buf) {
+	size_t got = 0;
+	while (got < PATH_MAX_BYTES) {
+		uint64_t a = addr + got;
+		size_t chunk = 4096 - (size_t)(a & 4095);
+		if (chunk > PATH_MAX_BYTES - got) chunk = PATH_MAX_BYTES - got;
+		struct iovec local = {buf + got, chunk}, remote = {(void *)(uintptr_t)a, chunk};
+		ssize_t n = process_vm_readv(tid, &local, 1, &remote, 1, 0);
+		if (n <= 0) return -1;
+		char *nul = memchr(buf + got, 0, (size_t)n);
+		if (nul) return (int)(nul - buf);
+		got += (size_t)n;
+	}
+	return -1;
+}
+
+static int under_root(struct hp_fast *h, const char *dir, size_t len) {
+	for (int i = 0; i < h->nroots; i++) {
+		size_t rl = h->rootlen[i];
+		if (len == rl && memcmp(dir, h->roots[i], rl) == 0) return 1;
+		if (len > rl && dir[rl] == '/' && memcmp(dir, h->roots[i], rl) == 0) return 1;
+	}
+	return 0;
+}
+
+static int dir_cached(struct hp_fast *h, const char *dir, long long t) {
+	for (unsigned i = 0; i < DIR_CACHE; i++) {
+		if (h->cache[i].at && t - h->cache[i].at < DIR_CACHE_NS && strcmp(h->cache[i].path, dir) == 0) return 1;
+	}
+	return 0;
+}
+
+static void dir_remember(struct hp_fast *h, const char *dir, long long t) {
+	size_t n = strlen(dir);
+	if (n >= PATH_MAX_BYTES) return;
+	unsigned i = h->cache_next++ % DIR_CACHE;
+	memcpy(h->cache[i].path, dir, n + 1);
+	h->cache[i].at = t;
+}
+
+/*
+ * Whether the path argument of a call falls plainly inside the floor (see the file comment). `dirfd` is the
+ * call's directory fd (AT_FDCWD for the path forms), `follow` whether the call follows a final symlink.
+ */
+static int in_floor(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, int follow) {
+	char raw[PATH_MAX_BYTES + 1];
+	int n = read_path(tid, addr, raw);
+	if (n <= 0) return 0;
+	for (int i = 0; i < n; i++) {
+		if (raw[i] < 0x20 || raw[i] > 0x7e) return 0; /* not plain ASCII: the mediator decides */
+	}
+	char full[2 * PATH_MAX_BYTES + 2];
+	size_t len = 0;
+	if (raw[0] != '/') {
+		char link[64];
+		if (dirfd == AT_FDCWD) snprintf(link, sizeof link, "/proc/%d/cwd", tid);
+		else snprintf(link, sizeof link, "/proc/%d/fd/%d", tid, dirfd);
+		ssize_t b = readlink(link, full, PATH_MAX_BYTES);
+		if (b <= 0 || b >= PATH_MAX_BYTES || full[0] != '/') return 0;
+		if (b > 10 && memcmp(full + b - 10, " (deleted)", 10) == 0) return 0;
+		len = (size_t)b;
+	}
+	/* Append the path's components, dropping "." and empty ones; ".." goes to the mediator. */
+	char *save = NULL;
+	for (char *c = strtok_r(raw, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+		if (c[0] == '.' && c[1] == 0) continue;
+		if (c[0] == '.' && c[1] == '.' && c[2] == 0) return 0;
+		size_t cl = strlen(c);
+		if (len == 1 && full[0] == '/') len = 0; /* the root: "/" + name, not "//name" */
+		if (len + 1 + cl >= PATH_MAX_BYTES) return 0;
+		full[len++] = '/';
+		memcpy(full + len, c, cl);
+		len += cl;
+	}
+	full[len] = 0;
+	if (len < 2) return 0;
+	if (strncmp(full, "/proc", 5) == 0 && (full[5] == 0 || full[5] == '/')) return 0;
+	/* the names that mean the calling process (the mediator rewrites them); /dev/shm and the rest are files */
+	if (strncmp(full, "/dev/fd", 7) == 0 && (full[7] == 0 || full[7] == '/')) return 0;
+	if (strcmp(full, "/dev/stdin") == 0 || strcmp(full, "/dev/stdout") == 0 || strcmp(full, "/dev/stderr") == 0)
+		return 0;
+	char *slash = strrchr(full, '/');
+	size_t dirlen = slash == full ? 1 : (size_t)(slash - full);
+	const char *name = slash + 1;
+	if (!under_root(h, full, dirlen)) return 0;
+	*slash = 0;
+	const char *dir = dirlen == 1 ? "/" : full;
+	long long t = now_ns();
+	int dfd = -1;
+	if (!dir_cached(h, dir, t)) {
+		struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		                       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+		dfd = (int)syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof how);
+		if (dfd < 0) return 0; /* a symlink on the way, or not there: the mediator resolves it */
+		dir_remember(h, dir, t);
+	}
+	int ok = 1;
+	if (follow) {
+		char target[8];
+		ssize_t r;
+		if (dfd >= 0) {
+			r = readlinkat(dfd, name, target, sizeof target);
+		} else {
+			*slash = '/';
+			r = readlink(full, target, sizeof target);
+		}
+		if (r >= 0 || (errno != EINVAL && errno != ENOENT)) ok = 0; /* a symlink: followed where? ask */
+	}
+	if (dfd >= 0) close(dfd);
+	return ok;
+}
+
+static int classify(struct hp_fast *h, const struct seccomp_notif *n) {
+	if (n->data.arch != NATIVE_ARCH) return 0;
+	const __u64 *a = n->data.args;
+	pid_t tid = (pid_t)n->pid;
+	switch (n->data.nr) {
+#ifdef SYS_open
+	case SYS_open:
+	case SYS_creat:
+#endif
+	case SYS_openat: {
+		int dirfd = AT_FDCWD;
+		uint64_t path;
+		unsigned flags;
+		if (n->data.nr == SYS_openat) {
+			dirfd = (int)a[0];
+			path = a[1];
+			flags = (unsigned)a[2];
+		}
+#ifdef SYS_open
+		else if (n->data.nr == SYS_open) {
+			path = a[0];
+			flags = (unsigned)a[1];
+		} else {
+			path = a[0];
+			flags = O_CREAT | O_WRONLY | O_TRUNC;
+		}
+#endif
+		if ((flags & O_TMPFILE) == O_TMPFILE) return 0;
+		int follow = !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
+		return in_floor(h, tid, dirfd, path, follow);
+	}
+#ifdef SYS_mkdir
+	case SYS_mkdir:
+	case SYS_unlink:
+	case SYS_rmdir:
+		return in_floor(h, tid, AT_FDCWD, a[0], 0);
+	case SYS_rename:
+		return in_floor(h, tid, AT_FDCWD, a[0], 0) && in_floor(h, tid, AT_FDCWD, a[1], 0);
+#endif
+	case SYS_mkdirat:
+	case SYS_unlinkat:
+		return in_floor(h, tid, (int)a[0], a[1], 0);
+#ifdef SYS_renameat
+	case SYS_renameat:
+#endif
+	case SYS_renameat2:
+		if (n->data.nr == SYS_renameat2 && (a[4] & ~(uint64_t)RENAME_NOREPLACE)) return 0;
+		return in_floor(h, tid, (int)a[0], a[1], 0) && in_floor(h, tid, (int)a[2], a[3], 0);
+	}
+	return 0;
+}
+
+/*
+ * Waits for notifications on `listener` and answers those in the floor; returns when one is for the
+ * mediator (1: it is in `out`, a struct seccomp_notif of `out_size` bytes), when `wakefd` is readable (0),
+ * when every sandboxed process is gone (2), after `timeout_ms` (3; -1: no timeout), or on an error (-errno).
+ * `wakefd` -1: no wake-up pipe; it waits in RECV itself (blocking until a notification comes).
+ */
+int hp_fast_serve(void *p, int listener, int wakefd, void *out, int out_size, int timeout_ms) {
+	struct hp_fast *h = p;
+	if ((size_t)out_size < sizeof(struct seccomp_notif)) return -EINVAL;
+	struct pollfd fds[2] = {{.fd = listener, .events = POLLIN}, {.fd = wakefd, .events = POLLIN}};
+	for (;;) {
+		if (wakefd < 0) {
+			/* Nothing can wake us but a notification: wait in RECV itself (one system call less). */
+			fds[0].revents = POLLIN;
+			fds[1].revents = 0;
+			goto recv;
+		}
+		int r = poll(fds, 2, timeout_ms);
+		if (r < 0) {
+			if (errno == EINTR) continue;
+			return -errno;
+		}
+		if (r == 0) return 3;
+		if (fds[1].revents) return 0;
+		if (fds[0].revents & POLLIN) {
+		recv:
+			memset(out, 0, (size_t)out_size);
+			if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, out) < 0) {
+				if (errno == ENOENT || errno == EINTR) continue; /* the thread died or was interrupted */
+				return -errno;
+			}
+			struct seccomp_notif *n = out;
+			if (h->nroots > 0 && classify(h, n)) {
+				struct seccomp_notif_resp resp = {.id = n->id, .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE};
+				ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp); /* ENOENT: the thread is gone; nothing to do */
+				h->continued++;
+				continue;
+			}
+			h->handed++;
+			return 1;
+		}
+		if (fds[0].revents & (POLLHUP | POLLERR | POLLNVAL)) return 2;
+	}
+}
