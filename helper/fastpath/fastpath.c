@@ -10,7 +10,7 @@
  * keep hallpass's answers the same as the mediator's, not to enforce anything; anything unusual goes to the
  * mediator:
  *   - only open/openat/creat (not O_TMPFILE), mkdir(at), unlink(at), rmdir, rename(at, at2 without flags
- *     other than RENAME_NOREPLACE), of the native architecture;
+ *     other than RENAME_NOREPLACE), link(at, without flags), of the native architecture;
  *   - the path is printable ASCII, < 4096 bytes, without `..`, not under /proc or /dev/fd, not /dev/std*;
  *   - its directory is below a root the mediator gave (a floor tree with no deny rule), and opens with
  *     openat2 RESOLVE_NO_SYMLINKS (no symlink anywhere on it);
@@ -50,7 +50,8 @@
 
 #define PATH_MAX_BYTES 4096
 #define MAX_ROOTS 64
-#define DIR_CACHE 64
+#define DIR_CACHE 1024 /* direct-mapped by a hash of the path */
+#define DIR_PATH_MAX 512
 #define DIR_CACHE_NS 500000000LL /* directories checked in the last 0.5 s are not checked again */
 
 struct hp_fast {
@@ -58,10 +59,13 @@ struct hp_fast {
 	char *roots[MAX_ROOTS];
 	size_t rootlen[MAX_ROOTS];
 	struct {
-		char path[PATH_MAX_BYTES];
+		char path[DIR_PATH_MAX]; /* longer directories are checked every time */
 		long long at;
 	} cache[DIR_CACHE];
-	unsigned cache_next;
+	/* The calling thread's cwd, read once per notification (a rename or link names two paths). */
+	pid_t cwd_tid;
+	char cwd[PATH_MAX_BYTES];
+	ssize_t cwd_len;
 	unsigned long long continued;
 	unsigned long long handed;
 };
@@ -141,17 +145,21 @@ static int under_root(struct hp_fast *h, const char *dir, size_t len) {
 	return 0;
 }
 
+static unsigned path_hash(const char *p) {
+	unsigned h = 2166136261u; /* FNV-1a */
+	for (; *p; p++) h = (h ^ (unsigned char)*p) * 16777619u;
+	return h % DIR_CACHE;
+}
+
 static int dir_cached(struct hp_fast *h, const char *dir, long long t) {
-	for (unsigned i = 0; i < DIR_CACHE; i++) {
-		if (h->cache[i].at && t - h->cache[i].at < DIR_CACHE_NS && strcmp(h->cache[i].path, dir) == 0) return 1;
-	}
-	return 0;
+	unsigned i = path_hash(dir);
+	return h->cache[i].at && t - h->cache[i].at < DIR_CACHE_NS && strcmp(h->cache[i].path, dir) == 0;
 }
 
 static void dir_remember(struct hp_fast *h, const char *dir, long long t) {
 	size_t n = strlen(dir);
-	if (n >= PATH_MAX_BYTES) return;
-	unsigned i = h->cache_next++ % DIR_CACHE;
+	if (n >= DIR_PATH_MAX) return;
+	unsigned i = path_hash(dir);
 	memcpy(h->cache[i].path, dir, n + 1);
 	h->cache[i].at = t;
 }
@@ -171,9 +179,20 @@ static int in_floor(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, int 
 	size_t len = 0;
 	if (raw[0] != '/') {
 		char link[64];
-		if (dirfd == AT_FDCWD) snprintf(link, sizeof link, "/proc/%d/cwd", tid);
-		else snprintf(link, sizeof link, "/proc/%d/fd/%d", tid, dirfd);
-		ssize_t b = readlink(link, full, PATH_MAX_BYTES);
+		ssize_t b;
+		if (dirfd == AT_FDCWD && h->cwd_tid == tid) {
+			b = h->cwd_len;
+			if (b > 0) memcpy(full, h->cwd, (size_t)b);
+		} else {
+			if (dirfd == AT_FDCWD) snprintf(link, sizeof link, "/proc/%d/cwd", tid);
+			else snprintf(link, sizeof link, "/proc/%d/fd/%d", tid, dirfd);
+			b = readlink(link, full, PATH_MAX_BYTES);
+			if (dirfd == AT_FDCWD) {
+				h->cwd_tid = tid;
+				h->cwd_len = b > 0 && b < PATH_MAX_BYTES ? b : -1;
+				if (h->cwd_len > 0) memcpy(h->cwd, full, (size_t)b);
+			}
+		}
 		if (b <= 0 || b >= PATH_MAX_BYTES || full[0] != '/') return 0;
 		if (b > 10 && memcmp(full + b - 10, " (deleted)", 10) == 0) return 0;
 		len = (size_t)b;
@@ -270,6 +289,14 @@ static int classify(struct hp_fast *h, const struct seccomp_notif *n) {
 	case SYS_mkdirat:
 	case SYS_unlinkat:
 		return in_floor(h, tid, (int)a[0], a[1], 0);
+#ifdef SYS_link
+	case SYS_link:
+		return in_floor(h, tid, AT_FDCWD, a[0], 0) && in_floor(h, tid, AT_FDCWD, a[1], 0);
+#endif
+	case SYS_linkat:
+		/* AT_SYMLINK_FOLLOW and AT_EMPTY_PATH (an fd form) go to the mediator */
+		if (a[4] != 0) return 0;
+		return in_floor(h, tid, (int)a[0], a[1], 0) && in_floor(h, tid, (int)a[2], a[3], 0);
 #ifdef SYS_renameat
 	case SYS_renameat:
 #endif
@@ -312,6 +339,7 @@ int hp_fast_serve(void *p, int listener, int wakefd, void *out, int out_size, in
 				return -errno;
 			}
 			struct seccomp_notif *n = out;
+			h->cwd_tid = 0; /* a cwd read for an earlier notification may be stale now */
 			if (h->nroots > 0 && classify(h, n)) {
 				struct seccomp_notif_resp resp = {.id = n->id, .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE};
 				ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp); /* ENOENT: the thread is gone; nothing to do */
