@@ -57,6 +57,19 @@ export function filterPlan(opts: FilterOptions): FilterEntry[] {
   plan.push({ syscall: "execve", action: NOTIFY, why: "exec: program runs and hallpass-request" });
   plan.push({ syscall: "execveat", action: NOTIFY, why: "exec: program runs by fd" });
 
+  // Not decided, only seen: the supervisor's fast path keeps each thread's working directory instead of
+  // reading it for every relative path, and must know when one changes. Always continued.
+  plan.push({
+    syscall: "chdir",
+    action: NOTIFY,
+    why: "cwd: the fast path must know when a directory changes",
+  });
+  plan.push({
+    syscall: "fchdir",
+    action: NOTIFY,
+    why: "cwd: the fast path must know when a directory changes",
+  });
+
   if (opts.mediateConnect) {
     for (const s of ["connect", "sendto", "sendmsg", "sendmmsg"]) {
       plan.push({ syscall: s, action: NOTIFY, why: `connect: ${s}` });

@@ -15,6 +15,8 @@
  *   - its directory is below a root the mediator gave (a floor tree with no deny rule), and opens with
  *     openat2 RESOLVE_NO_SYMLINKS (no symlink anywhere on it);
  *   - for calls that follow a final symlink, the last component is not a symlink.
+ * chdir and fchdir are trapped too, only so that the kept working directories can be forgotten; they are
+ * always continued.
  * The mediator sets no roots while it logs every decision (--log), in a container (no floor), or when the
  * library is missing; then everything goes to it, as before.
  *
@@ -53,6 +55,9 @@
 #define DIR_CACHE 1024 /* direct-mapped by a hash of the path */
 #define DIR_PATH_MAX 512
 #define DIR_CACHE_NS 500000000LL /* directories checked in the last 0.5 s are not checked again */
+#define CWD_CACHE 256                 /* working directories, by thread id */
+#define CWD_CACHE_NS 200000000LL      /* kept 0.2 s, and forgotten at every chdir/fchdir */
+#define CWD_SETTLE_NS 20000000LL      /* not kept in the 20 ms after a chdir (another thread may still be in it) */
 
 struct hp_fast {
 	int nroots;
@@ -62,10 +67,20 @@ struct hp_fast {
 		char path[DIR_PATH_MAX]; /* longer directories are checked every time */
 		long long at;
 	} cache[DIR_CACHE];
-	/* The calling thread's cwd, read once per notification (a rename or link names two paths). */
-	pid_t cwd_tid;
-	char cwd[PATH_MAX_BYTES];
-	ssize_t cwd_len;
+	/*
+	 * Threads' working directories. The filter traps chdir and fchdir (and nothing else changes a cwd in the
+	 * sandbox: no new mount namespaces), so every change clears them all (a thread's chdir moves its whole
+	 * process). A stale entry could only misclassify, never let a write out of the floor.
+	 */
+	struct {
+		pid_t tid;
+		unsigned gen;
+		long long at;
+		ssize_t len;
+		char path[DIR_PATH_MAX];
+	} cwd[CWD_CACHE];
+	unsigned cwd_gen;
+	long long cwd_changed_at;
 	unsigned long long continued;
 	unsigned long long handed;
 };
@@ -179,18 +194,23 @@ static int in_floor(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, int 
 	size_t len = 0;
 	if (raw[0] != '/') {
 		char link[64];
-		ssize_t b;
-		if (dirfd == AT_FDCWD && h->cwd_tid == tid) {
-			b = h->cwd_len;
-			if (b > 0) memcpy(full, h->cwd, (size_t)b);
+		ssize_t b = -1;
+		long long t = now_ns();
+		unsigned slot = (unsigned)tid % CWD_CACHE;
+		if (dirfd == AT_FDCWD && h->cwd[slot].tid == tid && h->cwd[slot].gen == h->cwd_gen &&
+		    t - h->cwd[slot].at < CWD_CACHE_NS) {
+			b = h->cwd[slot].len;
+			memcpy(full, h->cwd[slot].path, (size_t)b);
 		} else {
 			if (dirfd == AT_FDCWD) snprintf(link, sizeof link, "/proc/%d/cwd", tid);
 			else snprintf(link, sizeof link, "/proc/%d/fd/%d", tid, dirfd);
 			b = readlink(link, full, PATH_MAX_BYTES);
-			if (dirfd == AT_FDCWD) {
-				h->cwd_tid = tid;
-				h->cwd_len = b > 0 && b < PATH_MAX_BYTES ? b : -1;
-				if (h->cwd_len > 0) memcpy(h->cwd, full, (size_t)b);
+			if (dirfd == AT_FDCWD && b > 0 && b < DIR_PATH_MAX && t - h->cwd_changed_at > CWD_SETTLE_NS) {
+				h->cwd[slot].tid = tid;
+				h->cwd[slot].gen = h->cwd_gen;
+				h->cwd[slot].at = t;
+				h->cwd[slot].len = b;
+				memcpy(h->cwd[slot].path, full, (size_t)b);
 			}
 		}
 		if (b <= 0 || b >= PATH_MAX_BYTES || full[0] != '/') return 0;
@@ -252,6 +272,12 @@ static int classify(struct hp_fast *h, const struct seccomp_notif *n) {
 	const __u64 *a = n->data.args;
 	pid_t tid = (pid_t)n->pid;
 	switch (n->data.nr) {
+	case SYS_chdir:
+	case SYS_fchdir:
+		/* Trapped only to be seen: every kept working directory may be stale now. Always continued. */
+		h->cwd_gen++;
+		h->cwd_changed_at = now_ns();
+		return 1;
 #ifdef SYS_open
 	case SYS_open:
 	case SYS_creat:
@@ -339,7 +365,6 @@ int hp_fast_serve(void *p, int listener, int wakefd, void *out, int out_size, in
 				return -errno;
 			}
 			struct seccomp_notif *n = out;
-			h->cwd_tid = 0; /* a cwd read for an earlier notification may be stale now */
 			if (h->nroots > 0 && classify(h, n)) {
 				struct seccomp_notif_resp resp = {.id = n->id, .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE};
 				ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp); /* ENOENT: the thread is gone; nothing to do */

@@ -97,7 +97,7 @@ export class Mediator {
   readonly policy: Policy;
   readonly #floor: PathScope[];
   #taintedFloor: PathScope[] = [];
-  readonly #byNr = new Map<number, WriteCall | "execve" | "execveat" | "bind" | NetKind>();
+  readonly #byNr = new Map<number, WriteCall | "execve" | "execveat" | "bind" | "cwd" | NetKind>();
   readonly net: NetMediator;
   readonly #pending = new Map<number, Pending>();
   #nextQid = 1;
@@ -128,6 +128,10 @@ export class Mediator {
     for (const c of WRITE_CALLS) {
       const nr = NEW_SYSCALL_NUMBERS[c.name] ?? resolveSyscall(c.name);
       if (nr >= 0) this.#byNr.set(nr, c);
+    }
+    for (const name of ["chdir", "fchdir"] as const) {
+      const nr = resolveSyscall(name);
+      if (nr >= 0) this.#byNr.set(nr, "cwd");
     }
     for (const name of ["execve", "execveat", "connect", "sendto", "sendmsg", "sendmmsg", "bind"] as const) {
       const nr = resolveSyscall(name);
@@ -199,7 +203,11 @@ export class Mediator {
         return;
       }
       if (h === undefined) this.#deny(n, "unknown", `syscall ${n.nr}`, "write", "filter");
-      else if (h === "execve" || h === "execveat") this.#exec(n, h === "execveat");
+      else if (h === "cwd") {
+        // chdir/fchdir: trapped only so that the fast path knows when a working directory changes.
+        this.#nfd.continue(n.id);
+        this.stats.continued++;
+      } else if (h === "execve" || h === "execveat") this.#exec(n, h === "execveat");
       else if (h === "bind") this.#bind(n);
       else if (typeof h === "string") this.#connect(n, h);
       else this.#write(n, h);
