@@ -164,6 +164,18 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
     target: formatScope({ kind: "tree", path: userRulesFile.slice(0, userRulesFile.lastIndexOf("/")) }),
     source: { kind: "builtin", what: "hallpass's own rules" },
   });
+  // Nor the copies a compiled hallpass runs its launcher and fast path from: a changed one would run the next
+  // sandbox.
+  const xdgCache = env("XDG_CACHE_HOME");
+  rules.push({
+    effect: "deny",
+    op: "write",
+    target: formatScope({
+      kind: "tree",
+      path: `${xdgCache && xdgCache.startsWith("/") ? xdgCache : home + "/.cache"}/hallpass`,
+    }),
+    source: { kind: "builtin", what: "hallpass's own programs" },
+  });
   const fileOpts = { project, cwd, home, pathEnv };
   try {
     if (Deno.statSync(userRulesFile).isFile) rules.push(...readRulesFile(userRulesFile, fileOpts));

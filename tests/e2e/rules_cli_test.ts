@@ -151,3 +151,36 @@ Deno.test("a project rules file denies writes in the project; an allow line in i
     await s.cleanup();
   }
 });
+
+Deno.test("hallpass's own rules and program copies stay denied, even under an allow of their parent", async () => {
+  const s = await setup();
+  try {
+    const base = Deno.realPathSync(`${s.project}/..`);
+    const cache = `${base}/cache`;
+    const env = { ...s.env, XDG_CACHE_HOME: cache };
+    for (const target of [`${base}/xdg/hallpass/rules`, `${cache}/hallpass/launcher-1234`]) {
+      const r = await hallpass(
+        ["--allow-path", `${s.xdg}/**`, "--allow-path", `${cache}/**`, "rules", "write", target],
+        { cwd: s.project, env },
+      );
+      assertEquals(r.code, 0, r.stderr);
+      assert(r.stdout.startsWith(`write ${target}: denied`), r.stdout);
+    }
+    // And for real: a sandboxed program cannot replace a cached launcher.
+    await Deno.mkdir(`${cache}/hallpass`, { recursive: true });
+    const r = await hallpass([
+      "--no-ask",
+      "-q",
+      "--allow-path",
+      `${cache}/**`,
+      "--",
+      "/bin/sh",
+      "-c",
+      `echo evil > ${cache}/hallpass/launcher-1234`,
+    ], { cwd: s.project, env });
+    assert(r.code !== 0, r.stderr);
+    assert(!(await exists(`${cache}/hallpass/launcher-1234`)));
+  } finally {
+    await s.cleanup();
+  }
+});
