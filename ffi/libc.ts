@@ -327,17 +327,26 @@ export async function readAsync(fd: number, max: number): Promise<Uint8Array | n
   return n < 0 ? -5 : buf.slice(0, n);
 }
 
-/** Resolves with poll's revents when `fd` is readable or hung up, without blocking the event loop. */
-export async function pollReadable(fd: number): Promise<number> {
+/**
+ * poll(2) of one fd off the event loop's thread: resolves with its revents, or 0 after `timeoutMs` (-1: none).
+ * `events` 0 waits only for POLLHUP/POLLERR/POLLNVAL (a seccomp listener whose processes are all gone).
+ */
+export async function pollAsync(fd: number, events: number, timeoutMs: number): Promise<number> {
   const buf = new Uint8Array(128);
   const dv = new DataView(buf.buffer);
   dv.setInt32(0, fd, true);
-  dv.setInt16(4, 1, /* POLLIN */ true);
+  dv.setInt16(4, events, true);
   for (;;) {
-    const r = await libc().poll_nb(buf, 1n, -1);
+    const r = await libc().poll_nb(buf, 1n, timeoutMs);
     if (r > 0) return dv.getInt16(6, true);
+    if (r === 0 && timeoutMs >= 0) return 0;
     // EINTR and friends: poll again (a bad fd would return POLLNVAL, r > 0).
   }
+}
+
+/** Resolves with poll's revents when `fd` is readable or hung up, without blocking the event loop. */
+export function pollReadable(fd: number): Promise<number> {
+  return pollAsync(fd, 1, /* POLLIN */ -1);
 }
 
 /**

@@ -24,13 +24,20 @@ function sock() {
 
 const AF_UNIX = 1, SOCK_STREAM = 1, SOCK_SEQPACKET = 5, SOCK_NONBLOCK = 0o4000, SOCK_CLOEXEC = 0o2000000;
 
-function address(path: string): { addr: Uint8Array<ArrayBuffer>; len: number } {
+/** A struct sockaddr_un for `path` (in a 128-byte buffer), or null when the path is too long for one. */
+export function unixAddr(path: string): { addr: Uint8Array<ArrayBuffer>; len: number } | null {
   const bytes = new TextEncoder().encode(path);
-  if (bytes.length > 107) throw new SysError(`socket path ${path}`, 36);
+  if (bytes.length > 107) return null;
   const a = new Uint8Array(128);
   new DataView(a.buffer).setUint16(0, AF_UNIX, true);
   a.set(bytes, 2);
   return { addr: a, len: 2 + bytes.length + 1 };
+}
+
+function address(path: string): { addr: Uint8Array<ArrayBuffer>; len: number } {
+  const a = unixAddr(path);
+  if (a === null) throw new SysError(`socket path ${path}`, 36);
+  return a;
 }
 
 /**

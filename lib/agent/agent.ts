@@ -15,7 +15,7 @@
  *   stays, idle, until it is stopped (a DaemonSet would restart an agent that exits, and it would take the
  *   containers back).
  */
-import { close, dupCloexec, libc, recvWithFds, sendWithFds } from "../../ffi/libc.ts";
+import { close, dupCloexec, pollAsync, recvWithFds, sendWithFds } from "../../ffi/libc.ts";
 import { acceptUnix, connectUnix, listenUnix } from "../../ffi/unix_socket.ts";
 import { NoAsk } from "../ask/no_ask.ts";
 import { parseRules } from "../rules_file.ts";
@@ -50,6 +50,7 @@ export interface AgentOptions {
 /** A container's PATH when a rule names a program without a path (the usual image default). */
 const CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 const STATE_TIMEOUT_MS = 5000;
+const POLLIN = 1;
 
 interface Container {
   state: ProcessState;
@@ -145,7 +146,7 @@ export class Agent {
 
   async #acceptLoop(): Promise<void> {
     while (!this.#stopping) {
-      const ev = await pollIn(this.#listenFd, 1000);
+      const ev = await pollAsync(this.#listenFd, POLLIN, 1000);
       if (this.#stopping) return;
       if (ev <= 0) continue;
       const conn = acceptUnix(this.#listenFd);
@@ -258,7 +259,8 @@ export class Agent {
     host.startWhenNeeded();
     if (!running) this.#warn(`hallpass agent: ${label}: mediating pid ${rootPid || "(exec)"}`);
     const mine = c;
-    waitHangup(listenerFd).then(async () => {
+    // No events: only the hang-up (every process of the filter gone) wakes it.
+    pollAsync(listenerFd, 0, -1).then(async () => {
       if (!this.#containers.has(mine)) return;
       this.#containers.delete(mine);
       if (await host.halt()) close(workerFd);
@@ -309,7 +311,7 @@ export class Agent {
 
   async #handoverLoop(): Promise<void> {
     while (!this.#stopping) {
-      const ev = await pollIn(this.#handoverFd, 1000);
+      const ev = await pollAsync(this.#handoverFd, POLLIN, 1000);
       if (this.#stopping) return;
       if (ev <= 0) continue;
       const conn = acceptUnix(this.#handoverFd);
@@ -357,28 +359,6 @@ function sendBlocking(fd: number, data: Uint8Array, fds: number[]): void {
   sendWithFds(fd, b, fds);
 }
 
-/** poll(POLLIN) with a timeout, off the event loop's thread: revents, 0 on timeout. */
-async function pollIn(fd: number, timeoutMs: number): Promise<number> {
-  const buf = new Uint8Array(128);
-  const dv = new DataView(buf.buffer);
-  dv.setInt32(0, fd, true);
-  dv.setInt16(4, 1, true);
-  const r = await libc().poll_nb(buf, 1n, timeoutMs);
-  return r > 0 ? dv.getInt16(6, true) : 0;
-}
-
-/** Resolves when `fd` reports POLLHUP (a seccomp listener: every process of its filter is gone). */
-async function waitHangup(fd: number): Promise<void> {
-  const buf = new Uint8Array(128);
-  const dv = new DataView(buf.buffer);
-  dv.setInt32(0, fd, true);
-  dv.setInt16(4, 0, true); // no events: only POLLHUP/POLLERR/POLLNVAL wake it
-  for (;;) {
-    const r = await libc().poll_nb(buf, 1n, -1);
-    if (r > 0) return;
-  }
-}
-
 /**
  * One message from a stream socket: the bytes up to EOF (or, with `oneRead`, one read) and any fds that came
  * with them. A runtime may split its JSON over several reads; everything must arrive within `timeoutMs`.
@@ -400,7 +380,7 @@ async function readMessage(
       fds.forEach(close);
       throw new Error("the peer sent nothing complete in time");
     }
-    const ev = await pollIn(fd, Math.min(left, 1000));
+    const ev = await pollAsync(fd, POLLIN, Math.min(left, 1000));
     if (ev === 0) continue;
     let r: { data: Uint8Array; fds: number[] };
     try {

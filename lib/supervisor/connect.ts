@@ -28,6 +28,7 @@ import { fs } from "../../ffi/fsops.ts";
 import { canonicalAddr, type ConnectTarget, formatTarget } from "../connect_dest.ts";
 import { baseDir, pathExists, resolvePath } from "./resolve.ts";
 import { view } from "./view.ts";
+import { unixAddr } from "../../ffi/unix_socket.ts";
 
 const EACCES = 13, EFAULT = 14, EINVAL = 22, EMSGSIZE = 90, EOPNOTSUPP = 95, ECONNREFUSED = 111;
 const EINPROGRESS = 115;
@@ -96,16 +97,6 @@ export function sockaddrTarget(
     return { family: "unix", path };
   }
   return null;
-}
-
-/** Builds a sockaddr_un for an absolute path (relative paths of the program were made absolute). */
-export function unixAddr(path: string): { addr: Uint8Array<ArrayBuffer>; len: number } | null {
-  const bytes = new TextEncoder().encode(path);
-  if (bytes.length > 107) return null;
-  const a = new Uint8Array(128);
-  new DataView(a.buffer).setUint16(0, 1, true);
-  a.set(bytes, 2);
-  return { addr: a, len: 2 + bytes.length + 1 };
 }
 
 export class NetMediator {

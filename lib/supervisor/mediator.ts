@@ -37,7 +37,8 @@ import {
   type WriteCall,
 } from "./../syscall_table.ts";
 import { ProcInfo } from "./proc_info.ts";
-import { type NetKind, NetMediator, type NetOp, unixAddr } from "./connect.ts";
+import { type NetKind, NetMediator, type NetOp } from "./connect.ts";
+import { unixAddr } from "../../ffi/unix_socket.ts";
 import { bindFd } from "../../ffi/net.ts";
 import { type ConnectTarget, formatTarget, suggestDestScopes } from "../connect_dest.ts";
 import { RequestHandler } from "./requests.ts";
@@ -121,7 +122,9 @@ export class Mediator {
     this.policy = new Policy(cfg.rules, {
       home: cfg.home,
       cwd: cfg.cwd,
-      lookup: (p) => cfg.container ? lookupInView(p, cfg.pathEnv) : lookupInPath(p, cfg.pathEnv),
+      // In a container, a program in its $PATH is looked up inside its root.
+      lookup: (p) =>
+        cfg.container ? lookupInPath(p, cfg.pathEnv, programInView) : lookupInPath(p, cfg.pathEnv),
       isWritable: (p) => this.#inFloor(p) || this.policy.decide("write", p, Date.now()).effect === "allow",
     });
     this.#retaint();
@@ -1211,15 +1214,8 @@ function setThreadFsCreds(uid: number, gid: number, groups: number[]): void {
   if (sys(SETFSUID, -1) !== uid || sys(SETFSGID, -1) !== gid) throw new Error("setfsuid/setfsgid failed");
 }
 
-/** A program name in the container's $PATH, looked up inside its root. */
-function lookupInView(prog: string, pathEnv: string): string | null {
-  if (prog.includes("/")) return prog;
-  for (const dir of pathEnv.split(":")) {
-    if (!dir.startsWith("/")) continue;
-    const p = `${dir}/${prog}`;
-    if (view.accessExec(p) === 0 && !view.isDirectory(p)) return p;
-  }
-  return null;
+function programInView(p: string): boolean {
+  return p.startsWith("/") && view.accessExec(p) === 0 && !view.isDirectory(p);
 }
 
 /** Opens the canonical parent of `path` without following symlinks; returns its fd and the last name. */
