@@ -152,10 +152,10 @@ gen_fixtures() {
 prep() {
 	rm -rf "$W" && mkdir -p "$W/home" "$W/tmp" && cd "$W" || return 1
 	export HOME=$W/home TMPDIR=$W/tmp npm_config_cache=$W/home/.npm
-	# hallpass's own rules live outside the work tree, as on a workstation: with $HOME in the project, its
-	# rules directory (which the sandbox may never write) would be a deny inside the project, and hallpass
-	# then emulates every write there instead of continuing it (docs/performance.md).
-	export XDG_CONFIG_HOME=$BASE/xdg
+	# hallpass's own rules and program copies live outside the work tree, as on a workstation: with $HOME in
+	# the project, its rules and cache directories (which the sandbox may never write) would be denies inside
+	# the project, and hallpass then emulates every write there instead of continuing it (docs/performance.md).
+	export XDG_CONFIG_HOME=$BASE/xdg XDG_CACHE_HOME=$BASE/xdg-cache
 	KIND=wall
 	case $1 in
 	create) mkdir "$W/c"; CMD=("$MICRO" create "$N_CREATE" "$W/c"); KIND=micro ;;

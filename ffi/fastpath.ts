@@ -1,6 +1,7 @@
 /**
  * The supervisor's fast path (helper/fastpath/fastpath.c): a loop in C that answers CONTINUE to the writes
- * that plainly fall inside the Landlock floor and hands every other notification back. Its file comment says
+ * that plainly fall inside the Landlock floor, performs the metadata calls (chmod, chown, utimensat) on files
+ * plainly inside it, and hands every other notification back. Its file comment says
  * why that is safe. One handle per listener, used only from the supervisor Worker's thread.
  */
 const SYMBOLS = {
@@ -72,10 +73,14 @@ export class FastPath {
     return this.#lib.symbols.hp_fast_serve(this.#h, listenerFd, wakeFd, notif, size, timeoutMs);
   }
 
-  /** How many calls it continued, and how many it handed to the mediator. */
-  stats(): { continued: number; handed: number } {
+  /** How many calls it continued, how many it handed to the mediator, and how many it performed itself. */
+  stats(): { continued: number; handed: number; emulated: number } {
     this.#lib.symbols.hp_fast_stats(this.#h, this.#stats);
-    return { continued: Number(this.#stats[0]), handed: Number(this.#stats[1]) };
+    return {
+      continued: Number(this.#stats[0]),
+      handed: Number(this.#stats[1]),
+      emulated: Number(this.#stats[2]),
+    };
   }
 
   close(): void {

@@ -1,7 +1,8 @@
 /*
  * hallpass supervisor fast path (docs/performance.md): the supervisor Worker hands its wait for the next
- * notification to this loop, which answers by itself — CONTINUE — the writes that plainly fall inside the
- * Landlock floor, and returns every other notification to the TypeScript mediator.
+ * notification to this loop, which answers by itself the writes that plainly fall inside the Landlock floor —
+ * CONTINUE for the calls Landlock covers, and the metadata calls (which it does not cover) performed here —
+ * and returns every other notification to the TypeScript mediator.
  *
  * Why this is safe (DESIGN §2): CONTINUE is only ever used inside the floor, for calls Landlock covers, in floor
  * roots that hold no deny rule. The kernel re-checks every such call against the same Landlock ruleset, so a
@@ -15,6 +16,11 @@
  *   - its directory is below a root the mediator gave (a floor tree with no deny rule), and opens with
  *     openat2 RESOLVE_NO_SYMLINKS (no symlink anywhere on it);
  *   - for calls that follow a final symlink, the last component is not a symlink.
+ * The metadata calls (chmod, chown, utimensat: see meta()) cannot be continued — nothing in the kernel would
+ * check the file a racing thread put in place — so they are performed here exactly as the mediator performs
+ * them: on our own copy of the program's fd (pidfd_getfd), whose canonical path the kernel gives, or through
+ * the directory opened above and checked, never following the last component. The file acted on is the file
+ * checked.
  * chdir and fchdir are trapped too, only so that the kept working directories can be forgotten; they are
  * always continued.
  * The mediator sets no roots while it logs every decision (--log), in a container (no floor), or when the
@@ -34,11 +40,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
+#define SYS_fchmodat2_nr 452 /* the same number on every architecture */
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE 1
 #endif
@@ -81,11 +89,18 @@ struct hp_fast {
 	} cwd[CWD_CACHE];
 	unsigned cwd_gen;
 	long long cwd_changed_at;
+	int pidfd; /* of thread pidfd_tid, kept for the next metadata call */
+	pid_t pidfd_tid;
 	unsigned long long continued;
 	unsigned long long handed;
+	unsigned long long emulated;
 };
 
-void *hp_fast_new(void) { return calloc(1, sizeof(struct hp_fast)); }
+void *hp_fast_new(void) {
+	struct hp_fast *h = calloc(1, sizeof(struct hp_fast));
+	if (h) h->pidfd = -1;
+	return h;
+}
 
 static void clear_roots(struct hp_fast *h) {
 	for (int i = 0; i < h->nroots; i++) free(h->roots[i]);
@@ -97,6 +112,7 @@ void hp_fast_free(void *p) {
 	struct hp_fast *h = p;
 	if (!h) return;
 	clear_roots(h);
+	if (h->pidfd >= 0) close(h->pidfd);
 	free(h);
 }
 
@@ -121,11 +137,12 @@ int hp_fast_set_roots(void *p, const char *roots, int len) {
 	return 0;
 }
 
-/* [continued, handed to the mediator] */
+/* [continued, handed to the mediator, performed here] */
 void hp_fast_stats(void *p, unsigned long long *out) {
 	struct hp_fast *h = p;
 	out[0] = h->continued;
 	out[1] = h->handed;
+	out[2] = h->emulated;
 }
 
 static long long now_ns(void) {
@@ -134,13 +151,16 @@ static long long now_ns(void) {
 	return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
-/* Reads the NUL-terminated string at `addr` in thread `tid`, page by page. Its length, or -1. */
-static int read_path(pid_t tid, uint64_t addr, char *buf) {
+/*
+ * Reads the NUL-terminated string at `addr` in thread `tid`, page by page, into `buf` of `max` bytes. Its
+ * length, or -1 (unreadable, or no NUL in `max` bytes).
+ */
+static int read_path(pid_t tid, uint64_t addr, char *buf, size_t max) {
 	size_t got = 0;
-	while (got < PATH_MAX_BYTES) {
+	while (got < max) {
 		uint64_t a = addr + got;
 		size_t chunk = 4096 - (size_t)(a & 4095);
-		if (chunk > PATH_MAX_BYTES - got) chunk = PATH_MAX_BYTES - got;
+		if (chunk > max - got) chunk = max - got;
 		struct iovec local = {buf + got, chunk}, remote = {(void *)(uintptr_t)a, chunk};
 		ssize_t n = process_vm_readv(tid, &local, 1, &remote, 1, 0);
 		if (n <= 0) return -1;
@@ -183,9 +203,10 @@ static void dir_remember(struct hp_fast *h, const char *dir, long long t) {
  * Whether the path argument of a call falls plainly inside the floor (see the file comment). `dirfd` is the
  * call's directory fd (AT_FDCWD for the path forms), `follow` whether the call follows a final symlink.
  */
-static int in_floor(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, int follow) {
+static int in_floor_at(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, int follow, int *dfd_out,
+                      char *name_out) {
 	char raw[PATH_MAX_BYTES + 1];
-	int n = read_path(tid, addr, raw);
+	int n = read_path(tid, addr, raw, PATH_MAX_BYTES);
 	if (n <= 0) return 0;
 	for (int i = 0; i < n; i++) {
 		if (raw[i] < 0x20 || raw[i] > 0x7e) return 0; /* not plain ASCII: the mediator decides */
@@ -244,7 +265,7 @@ static int in_floor(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, int 
 	const char *dir = dirlen == 1 ? "/" : full;
 	long long t = now_ns();
 	int dfd = -1;
-	if (!dir_cached(h, dir, t)) {
+	if (dfd_out || !dir_cached(h, dir, t)) {
 		struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
 		                       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
 		dfd = (int)syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof how);
@@ -263,8 +284,196 @@ static int in_floor(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, int 
 		}
 		if (r >= 0 || (errno != EINVAL && errno != ENOENT)) ok = 0; /* a symlink: followed where? ask */
 	}
+	if (ok && dfd_out) {
+		size_t nl = strlen(name);
+		if (nl >= 256) ok = 0;
+		else {
+			memcpy(name_out, name, nl + 1);
+			*dfd_out = dfd;
+			return 1;
+		}
+	}
 	if (dfd >= 0) close(dfd);
 	return ok;
+}
+
+static int in_floor(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, int follow) {
+	return in_floor_at(h, tid, dirfd, addr, follow, NULL, NULL);
+}
+
+
+/* ---- metadata calls, performed here (Landlock does not cover them, so they are never continued) ---------- */
+
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_getfd
+#define SYS_pidfd_getfd 438
+#endif
+
+/*
+ * A copy of thread `tid`'s fd `fd`, through a pidfd of that thread kept from the last call (threads that
+ * made the last metadata calls are usually the next ones). A kept pidfd names one thread: if that thread is
+ * gone, pidfd_getfd fails with ESRCH and a fresh one is opened. A fresh one names whatever thread has the
+ * number now; the caller checks ID_VALID after the copy, which proves the notifying thread was alive all along,
+ * so the number was still its own. -1 on any error (the mediator then answers as it would).
+ */
+static int remote_fd(struct hp_fast *h, pid_t tid, int fd) {
+	for (int fresh = 0; fresh < 2; fresh++) {
+		if (fresh || h->pidfd_tid != tid || h->pidfd < 0) {
+			if (h->pidfd >= 0) close(h->pidfd);
+			h->pidfd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
+			h->pidfd_tid = tid;
+			if (h->pidfd < 0) return -1;
+		}
+		int c = (int)syscall(SYS_pidfd_getfd, h->pidfd, fd, 0);
+		if (c >= 0) return c;
+		if (errno != ESRCH) return -1;
+	}
+	return -1;
+}
+
+/* Reads `len` bytes at `addr` in thread `tid`. 0, or -1. */
+static int read_mem(pid_t tid, uint64_t addr, void *buf, size_t len) {
+	struct iovec local = {buf, len}, remote = {(void *)(uintptr_t)addr, len};
+	return process_vm_readv(tid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -1;
+}
+
+/* Whether our copy of a program's fd is a file plainly inside the floor (its canonical path, from the kernel). */
+static int fd_in_floor(struct hp_fast *h, int copy) {
+	char link[40], path[PATH_MAX_BYTES];
+	snprintf(link, sizeof link, "/proc/self/fd/%d", copy);
+	ssize_t n = readlink(link, path, sizeof path - 1);
+	if (n < 2 || path[0] != '/') return 0; /* pipe:[..], anon_inode:..: the mediator */
+	path[n] = 0;
+	if (n > 10 && memcmp(path + n - 10, " (deleted)", 10) == 0) return 0;
+	for (ssize_t i = 0; i < n; i++) {
+		if (path[i] < 0x20 || path[i] > 0x7e) return 0;
+	}
+	if (strncmp(path, "/proc/", 6) == 0) return 0;
+	return under_root(h, path, (size_t)n);
+}
+
+enum { META_NONE, META_CHMOD, META_CHOWN, META_UTIMENS };
+
+/*
+ * chmod, chown and utimensat, in their fd forms (fchmod, fchown, utimensat(fd, NULL, times, 0)) and path forms
+ * (chmod, fchmodat, chown, lchown, fchownat, utimensat), on files plainly inside the floor: performed here
+ * as the mediator would (DESIGN §2.4): the fd forms on our own copy of the program's fd, so a thread that
+ * swaps the fd number after the check changes nothing; the path forms through the directory we opened with
+ * RESOLVE_NO_SYMLINKS and checked, never following the last component. 1: answered (or the call was
+ * withdrawn), 0: for the mediator.
+ */
+static int meta(struct hp_fast *h, int listener, const struct seccomp_notif *n) {
+	const __u64 *a = n->data.args;
+	pid_t tid = (pid_t)n->pid;
+	int kind = META_NONE, fd = -1, dirfd = AT_FDCWD, follow = 1, fdform = 0;
+	uint64_t path = 0, times = 0;
+	unsigned mode = 0;
+	uid_t uid = 0;
+	gid_t gid = 0;
+	switch (n->data.nr) {
+	case SYS_fchmod:
+		kind = META_CHMOD, fdform = 1, fd = (int)a[0], mode = (unsigned)a[1] & 07777;
+		break;
+	case SYS_fchown:
+		kind = META_CHOWN, fdform = 1, fd = (int)a[0], uid = (uid_t)a[1], gid = (gid_t)a[2];
+		break;
+#ifdef SYS_chmod
+	case SYS_chmod:
+		kind = META_CHMOD, path = a[0], mode = (unsigned)a[1] & 07777;
+		break;
+	case SYS_chown:
+	case SYS_lchown:
+		kind = META_CHOWN, path = a[0], uid = (uid_t)a[1], gid = (gid_t)a[2];
+		follow = n->data.nr == SYS_chown;
+		break;
+#endif
+	case SYS_fchmodat:
+		kind = META_CHMOD, dirfd = (int)a[0], path = a[1], mode = (unsigned)a[2] & 07777;
+		break;
+	case SYS_fchownat:
+		if (a[4] & ~(uint64_t)AT_SYMLINK_NOFOLLOW) return 0; /* AT_EMPTY_PATH: the mediator */
+		kind = META_CHOWN, dirfd = (int)a[0], path = a[1], uid = (uid_t)a[2], gid = (gid_t)a[3];
+		follow = !(a[4] & AT_SYMLINK_NOFOLLOW);
+		break;
+	case SYS_utimensat:
+		if (a[3] & ~(uint64_t)AT_SYMLINK_NOFOLLOW) return 0;
+		kind = META_UTIMENS, times = a[2];
+		if (a[1] == 0) {
+			if (a[3] != 0) return 0; /* the kernel's EINVAL: the mediator */
+			fdform = 1, fd = (int)a[0];
+		} else {
+			dirfd = (int)a[0], path = a[1], follow = !(a[3] & AT_SYMLINK_NOFOLLOW);
+		}
+		break;
+	default:
+		return 0;
+	}
+	/*
+	 * The program's own fd named as /proc/self/fd/N (glibc's fchmodat(AT_SYMLINK_NOFOLLOW) on kernels before
+	 * fchmodat2, and what programs do with O_PATH fds): the fd form, through the same name on our copy.
+	 */
+	int viaproc = 0;
+	if (!fdform && follow && dirfd == AT_FDCWD) {
+		char p[48];
+		int len = read_path(tid, path, p, sizeof p);
+		int at = len > 14 && memcmp(p, "/proc/self/fd/", 14) == 0           ? 14
+		         : len > 21 && memcmp(p, "/proc/thread-self/fd/", 21) == 0 ? 21
+		                                                                   : 0;
+		if (at) {
+			long v = 0;
+			int i = at;
+			for (; i < len && i - at < 9 && p[i] >= '0' && p[i] <= '9'; i++) v = v * 10 + (p[i] - '0');
+			if (i == len && i > at) fdform = 1, viaproc = 1, fd = (int)v;
+		}
+	}
+	struct timespec ts[2];
+	if (kind == META_UTIMENS && times != 0 && read_mem(tid, times, ts, sizeof ts) < 0) return 0;
+	int target = -1, r;
+	char name[256];
+	if (fdform) {
+		if (fd < 0) return 0;
+		target = remote_fd(h, tid, fd);
+		if (target < 0) return 0;
+		if (!fd_in_floor(h, target)) {
+			close(target);
+			return 0;
+		}
+	} else if (!in_floor_at(h, tid, dirfd, path, follow, &target, name)) {
+		return 0;
+	}
+	/* Act only for a call still waiting: this also proves a fresh pidfd named the notifying thread. */
+	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) {
+		close(target);
+		return 1;
+	}
+	const struct timespec *tp = kind == META_UTIMENS && times != 0 ? ts : NULL;
+	if (viaproc) {
+		char self[40];
+		snprintf(self, sizeof self, "/proc/self/fd/%d", target);
+		if (kind == META_CHMOD) r = fchmodat(AT_FDCWD, self, mode, 0);
+		else if (kind == META_CHOWN) r = fchownat(AT_FDCWD, self, uid, gid, 0);
+		else r = utimensat(AT_FDCWD, self, tp, 0);
+	} else if (fdform) {
+		if (kind == META_CHMOD) r = fchmod(target, mode);
+		else if (kind == META_CHOWN) r = fchown(target, uid, gid);
+		else r = futimens(target, tp);
+	} else {
+		if (kind == META_CHMOD) r = (int)syscall(SYS_fchmodat2_nr, target, name, mode, AT_SYMLINK_NOFOLLOW);
+		else if (kind == META_CHOWN) r = fchownat(target, name, uid, gid, AT_SYMLINK_NOFOLLOW);
+		else r = utimensat(target, name, tp, AT_SYMLINK_NOFOLLOW);
+	}
+	int err = r < 0 ? errno : 0;
+	close(target);
+	if (kind == META_CHMOD && !fdform && err == ENOSYS) return 0; /* no fchmodat2 (Linux < 6.6): the mediator */
+	struct seccomp_notif_resp resp = {.id = n->id, .val = 0, .error = -err, .flags = 0};
+	ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+	h->emulated++;
+	return 1;
 }
 
 static int classify(struct hp_fast *h, const struct seccomp_notif *n) {
@@ -365,6 +574,7 @@ int hp_fast_serve(void *p, int listener, int wakefd, void *out, int out_size, in
 				return -errno;
 			}
 			struct seccomp_notif *n = out;
+			if (h->nroots > 0 && n->data.arch == NATIVE_ARCH && meta(h, listener, n)) continue;
 			if (h->nroots > 0 && classify(h, n)) {
 				struct seccomp_notif_resp resp = {.id = n->id, .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE};
 				ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp); /* ENOENT: the thread is gone; nothing to do */

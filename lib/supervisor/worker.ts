@@ -166,8 +166,9 @@ async function main(): Promise<void> {
   }
   if (fast) {
     const f = fast.stats();
-    m.stats.notifications += f.continued;
+    m.stats.notifications += f.continued + f.emulated;
     m.stats.continued += f.continued;
+    m.stats.emulated += f.emulated;
     fast.close();
   }
   m.close();

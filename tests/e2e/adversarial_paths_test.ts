@@ -273,3 +273,95 @@ Deno.test("a project directory swapped for a symlink to outside while files are 
     }
   }
 });
+
+/**
+ * The metadata calls (chmod, chown, utimensat) are never continued: Landlock does not cover them. The
+ * supervisor performs them on its own copy of the program's fd (fd forms) or through a directory it opened
+ * without symlinks (path forms) — the fast path in C as much as the mediator. Two threads attack that: one
+ * swaps what the name or the fd number means, between a file in the project and a file outside, while others
+ * change modes and times through it. The outside file must never change.
+ */
+const META_RACE = `
+import os, sys, threading
+proj, out = sys.argv[1], sys.argv[2]
+victim = os.path.join(out, "victim")
+inner = os.path.join(proj, "inner")
+name = os.path.join(proj, "f")
+open(inner, "w").close()
+fd_out = os.open(victim, os.O_RDONLY)    # a read: never asked
+fd_in = os.open(inner, os.O_RDONLY)
+N = 100
+os.dup2(fd_in, N)
+open(name, "w").close()
+stop = False
+def swap():
+    i = 0
+    while not stop:
+        i += 1
+        os.dup2(fd_out if i % 2 else fd_in, N)          # the fd number: outside, then inside again
+        try:
+            tmp = os.path.join(proj, "t%d" % (i % 2))
+            if i % 2:
+                os.symlink(victim, tmp)                  # the name: a symlink to outside ...
+            else:
+                open(tmp, "w").close()                   # ... then a plain file again
+            os.replace(tmp, name)
+        except OSError:
+            pass
+counts = {"ok": 0, "eacces": 0, "other": 0}
+def meta(k):
+    for j in range(600):
+        for call in (lambda: os.chmod(N, 0o600 + (j % 2) * 0o44),
+                     lambda: os.utime(N, ns=(j * 10**9, j * 10**9)),
+                     lambda: os.chown(N, os.getuid(), os.getgid()),
+                     lambda: os.chmod(name, 0o600 + (j % 2) * 0o44),
+                     lambda: os.utime(name, ns=(j * 10**9, j * 10**9)),
+                     lambda: os.chmod("/proc/self/fd/%d" % N, 0o666)):
+            try:
+                call(); counts["ok"] += 1
+            except OSError as e:
+                counts["eacces" if e.errno == 13 else "other"] += 1
+t = threading.Thread(target=swap, daemon=True); t.start()
+ts = [threading.Thread(target=meta, args=(k,)) for k in range(2)]
+[x.start() for x in ts]; [x.join() for x in ts]
+stop = True; t.join()
+st = os.stat(victim)
+print("ok=%d eacces=%d other=%d victim=%o,%d" % (counts["ok"], counts["eacces"], counts["other"],
+      st.st_mode & 0o7777, st.st_mtime_ns))
+`;
+
+Deno.test("chmod, chown and utimensat while a thread swaps the fd number and the name to outside", async () => {
+  for (const fast of ["1", "0"]) {
+    const s = await scratch();
+    try {
+      await Deno.writeTextFile(`${s.outside}/victim`, "");
+      await Deno.chmod(`${s.outside}/victim`, 0o640);
+      await Deno.utime(`${s.outside}/victim`, 1, 1);
+      const r = await hallpass([
+        "--no-ask",
+        "-q",
+        "--",
+        "/usr/bin/python3",
+        "-c",
+        META_RACE,
+        s.project,
+        s.outside,
+      ], {
+        cwd: s.project,
+        env: { HALLPASS_FAST_PATH: fast },
+      });
+      assertEquals(r.code, 0, `fast=${fast}: ${r.stderr.slice(0, 800)}`);
+      const m = r.stdout.match(/ok=(\d+) eacces=(\d+) other=(\d+) victim=(\d+),(\d+)/);
+      assert(m, `fast=${fast}: ${r.stdout} ${r.stderr.slice(0, 500)}`);
+      // The race happened: some calls went through (on the project's file), some were refused (outside).
+      assert(Number(m[1]) > 0 && Number(m[2]) > 0, `fast=${fast}: ${r.stdout}`);
+      assertEquals(
+        [m[4], m[5]],
+        ["640", "1000000000"],
+        `fast=${fast}: the outside file changed: ${r.stdout}`,
+      );
+    } finally {
+      await s.cleanup();
+    }
+  }
+});
