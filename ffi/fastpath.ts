@@ -1,16 +1,26 @@
 /**
  * The supervisor's fast path (helper/fastpath/fastpath.c): a loop in C that answers CONTINUE to the writes
  * that plainly fall inside the Landlock floor, performs the metadata calls (chmod, chown, utimensat) on files
- * plainly inside it, and hands every other notification back. Its file comment says
- * why that is safe. One handle per listener, used only from the supervisor Worker's thread.
+ * plainly inside it, runs programs of the allowed exec trees, and hands every other notification back. Its
+ * file comment says why that is safe. One handle per listener, used only from the supervisor Worker's thread.
  */
 const SYMBOLS = {
   hp_fast_new: { parameters: [], result: "pointer" },
   hp_fast_free: { parameters: ["pointer"], result: "void" },
-  hp_fast_set_roots: { parameters: ["pointer", "buffer", "i32"], result: "i32" },
+  hp_fast_set_list: { parameters: ["pointer", "i32", "buffer", "i32"], result: "i32" },
   hp_fast_stats: { parameters: ["pointer", "buffer"], result: "void" },
   hp_fast_serve: { parameters: ["pointer", "i32", "i32", "buffer", "i32", "i32"], result: "i32" },
 } as const satisfies Deno.ForeignLibraryInterface;
+
+/** What the fast path may decide by itself; lib/supervisor/fast_roots.ts computes each list. */
+export interface FastRoots {
+  /** Floor trees without a deny rule: writes there are continued (or, the metadata calls, performed). */
+  write: string[];
+  /** Trees whose programs run without asking the mediator. */
+  exec: string[];
+  /** The floor's single files (/dev/null...): opens of them for writing are continued. */
+  files: string[];
+}
 
 export const SERVE = { WAKE: 0, NOTIFICATION: 1, HANGUP: 2, TIMEOUT: 3 } as const;
 
@@ -19,6 +29,7 @@ export class FastPath {
   readonly #h: Deno.PointerObject;
   readonly #stats = new BigUint64Array(16);
   #roots = "";
+  #active = false;
 
   private constructor(lib: Deno.DynamicLibrary<typeof SYMBOLS>, h: Deno.PointerObject) {
     this.#lib = lib;
@@ -40,23 +51,32 @@ export class FastPath {
     }
   }
 
-  /** The floor roots whose writes may be continued here; [] hands everything to the mediator. */
-  setRoots(roots: string[]): void {
-    const key = roots.join("\0");
+  /**
+   * What it may decide by itself (lib/supervisor/fast_roots.ts); empty lists hand those decisions to the
+   * mediator.
+   */
+  setRoots(roots: FastRoots): void {
+    const lists = [roots.write, roots.exec, roots.files];
+    const key = lists.map((l) => l.join("\0")).join("\0\0");
     if (key === this.#roots) return;
-    const bytes = new TextEncoder().encode(roots.map((r) => r + "\0").join(""));
-    const buf = new Uint8Array(Math.max(128, bytes.length));
-    buf.set(bytes);
-    if (this.#lib.symbols.hp_fast_set_roots(this.#h, buf, bytes.length) !== 0) {
-      this.#lib.symbols.hp_fast_set_roots(this.#h, buf, 0);
-      this.#roots = "";
-      return;
+    let ok = true;
+    lists.forEach((l, which) => {
+      const bytes = new TextEncoder().encode(l.map((r) => r + "\0").join(""));
+      const buf = new Uint8Array(Math.max(128, bytes.length));
+      buf.set(bytes);
+      if (this.#lib.symbols.hp_fast_set_list(this.#h, which, buf, bytes.length) !== 0) ok = false;
+    });
+    if (!ok) {
+      const none = new Uint8Array(128);
+      for (let which = 0; which < 3; which++) this.#lib.symbols.hp_fast_set_list(this.#h, which, none, 0);
     }
-    this.#roots = key;
+    this.#active = ok && lists.some((l) => l.length > 0);
+    this.#roots = ok ? key : "";
   }
 
+  /** Whether it decides anything (else every notification would only pass through it). */
   get active(): boolean {
-    return this.#roots !== "";
+    return this.#active;
   }
 
   /**
@@ -73,13 +93,17 @@ export class FastPath {
     return this.#lib.symbols.hp_fast_serve(this.#h, listenerFd, wakeFd, notif, size, timeoutMs);
   }
 
-  /** How many calls it continued, how many it handed to the mediator, and how many it performed itself. */
-  stats(): { continued: number; handed: number; emulated: number } {
+  /**
+   * How many calls it continued, handed to the mediator, performed itself, and refused with the kernel's
+   * errno (execs of what is not there or cannot run).
+   */
+  stats(): { continued: number; handed: number; emulated: number; refused: number } {
     this.#lib.symbols.hp_fast_stats(this.#h, this.#stats);
     return {
       continued: Number(this.#stats[0]),
       handed: Number(this.#stats[1]),
       emulated: Number(this.#stats[2]),
+      refused: Number(this.#stats[3]),
     };
   }
 

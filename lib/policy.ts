@@ -77,6 +77,17 @@ interface Entry {
   readonly dest: ConnectDest | null;
 }
 
+/** A rule's target as the policy compiled it: one path or tree (see {@link Policy.pathEntries}). */
+export interface PathEntry {
+  readonly effect: "allow" | "deny";
+  readonly path: string;
+  readonly tree: boolean;
+  /** ms since epoch; Infinity for rules without a duration. */
+  readonly expiresAt: number;
+  /** An exec allow from `@system`: it does not apply to programs the sandbox may write. */
+  readonly conditional: boolean;
+}
+
 /** Where a rule came from, in a few words. */
 export function formatSource(s: RuleSource): string {
   switch (s.kind) {
@@ -294,6 +305,27 @@ export class Policy {
     const best = index.best(target, now, op === "exec" ? this.#opts.isWritable : undefined, null);
     if (best !== null) return best.decision;
     return index.writable === 2 ? ASK_WRITABLE : ASK;
+  }
+
+  /**
+   * Every compiled path entry of `op` (groups and program names expanded), for the supervisor's fast path
+   * (lib/supervisor/fast_roots.ts).
+   */
+  pathEntries(op: "write" | "exec"): PathEntry[] {
+    const index = op === "write" ? this.#write : this.#exec;
+    const out: PathEntry[] = [];
+    for (const list of [index.root, ...index.exact.values(), ...index.tree.values()]) {
+      for (const e of list) {
+        out.push({
+          effect: e.deny ? "deny" : "allow",
+          path: e.path,
+          tree: e.tree,
+          expiresAt: e.expiresAt,
+          conditional: e.conditional,
+        });
+      }
+    }
+    return out;
   }
 
   /** The decision and every live rule that covers the target, most specific first (for `hallpass rules`). */

@@ -5,7 +5,8 @@
 import { deepStrictEqual, ok as assert } from "node:assert/strict";
 import { encodeRequest, type RequestInput } from "../lib/request_protocol.ts";
 
-const assertEquals = <T>(actual: T, expected: T, msg?: string) => deepStrictEqual(actual, expected, msg as string);
+const assertEquals = <T>(actual: T, expected: T, msg?: string) =>
+  deepStrictEqual(actual, expected, msg as string);
 
 const ROOT = new URL("..", import.meta.url).pathname;
 const SOURCE = `${ROOT}helper/hallpass-request/hallpass-request.c`;

@@ -2,7 +2,8 @@
 // fuzz (random and mutated paths) asserting the decoder never throws and always answers ok or EINVAL/ENAMETOOLONG.
 import { deepStrictEqual, ok as assert, throws } from "node:assert/strict";
 
-const assertEquals = <T>(actual: T, expected: T, msg?: string) => deepStrictEqual(actual, expected, msg as string);
+const assertEquals = <T>(actual: T, expected: T, msg?: string) =>
+  deepStrictEqual(actual, expected, msg as string);
 const assertThrows = (fn: () => unknown, cls: new (...args: never[]) => Error) => throws(fn, cls);
 import {
   compactDuration,

@@ -67,10 +67,18 @@
 #define CWD_CACHE_NS 200000000LL      /* kept 0.2 s, and forgotten at every chdir/fchdir */
 #define CWD_SETTLE_NS 20000000LL      /* not kept in the 20 ms after a chdir (another thread may still be in it) */
 
+/* Canonical absolute paths, never "/" itself. */
+struct roots {
+	int n;
+	char *path[MAX_ROOTS];
+	size_t len[MAX_ROOTS];
+};
+
 struct hp_fast {
-	int nroots;
-	char *roots[MAX_ROOTS];
-	size_t rootlen[MAX_ROOTS];
+	/* lib/supervisor/fast_roots.ts: */
+	struct roots write; /* floor trees without a deny rule: writes continued or performed here */
+	struct roots exec;  /* trees whose programs run without asking */
+	struct roots files; /* floor entries that are single files (/dev/null...): opens of them continued */
 	struct {
 		char path[DIR_PATH_MAX]; /* longer directories are checked every time */
 		long long at;
@@ -94,6 +102,7 @@ struct hp_fast {
 	unsigned long long continued;
 	unsigned long long handed;
 	unsigned long long emulated;
+	unsigned long long refused; /* execs of what is not there or cannot run: the kernel's errno */
 };
 
 void *hp_fast_new(void) {
@@ -102,47 +111,58 @@ void *hp_fast_new(void) {
 	return h;
 }
 
-static void clear_roots(struct hp_fast *h) {
-	for (int i = 0; i < h->nroots; i++) free(h->roots[i]);
-	h->nroots = 0;
-	memset(h->cache, 0, sizeof h->cache);
+static void clear_list(struct roots *r) {
+	for (int i = 0; i < r->n; i++) free(r->path[i]);
+	r->n = 0;
 }
 
 void hp_fast_free(void *p) {
 	struct hp_fast *h = p;
 	if (!h) return;
-	clear_roots(h);
+	clear_list(&h->write);
+	clear_list(&h->exec);
+	clear_list(&h->files);
 	if (h->pidfd >= 0) close(h->pidfd);
 	free(h);
 }
 
-/* The roots: canonical absolute directory paths, each NUL-terminated, `len` bytes in all. 0, or -EINVAL. */
-int hp_fast_set_roots(void *p, const char *roots, int len) {
+enum { LIST_WRITE = 0, LIST_EXEC = 1, LIST_FILES = 2 };
+
+/*
+ * Sets one list (LIST_*): canonical absolute paths, each NUL-terminated, `len` bytes in all; none hands those
+ * decisions to the mediator. 0, or -EINVAL (the list is then empty).
+ */
+int hp_fast_set_list(void *p, int which, const char *paths, int len) {
 	struct hp_fast *h = p;
-	clear_roots(h);
+	struct roots *r = which == LIST_WRITE ? &h->write : which == LIST_EXEC ? &h->exec : which == LIST_FILES ? &h->files : NULL;
+	if (!r) return -EINVAL;
+	clear_list(r);
+	if (which == LIST_WRITE) memset(h->cache, 0, sizeof h->cache);
 	int off = 0;
-	while (off < len && h->nroots < MAX_ROOTS) {
-		const char *r = roots + off;
-		size_t n = strnlen(r, (size_t)(len - off));
-		if (n == (size_t)(len - off) || n == 0 || r[0] != '/') return -EINVAL;
-		/* "/" itself is never a floor root (the project cannot be /); strip a trailing slash otherwise */
+	while (off < len) {
+		const char *s = paths + off;
+		size_t n = strnlen(s, (size_t)(len - off));
 		size_t keep = n;
-		while (keep > 1 && r[keep - 1] == '/') keep--;
-		if (keep == 1) return -EINVAL;
-		h->roots[h->nroots] = strndup(r, keep);
-		h->rootlen[h->nroots] = keep;
-		h->nroots++;
+		while (keep > 1 && s[keep - 1] == '/') keep--; /* a trailing slash */
+		if (n == (size_t)(len - off) || n == 0 || s[0] != '/' || keep == 1 || r->n == MAX_ROOTS) {
+			clear_list(r);
+			return -EINVAL;
+		}
+		r->path[r->n] = strndup(s, keep);
+		r->len[r->n] = keep;
+		r->n++;
 		off += (int)n + 1;
 	}
 	return 0;
 }
 
-/* [continued, handed to the mediator, performed here] */
+/* [continued, handed to the mediator, performed here, execs refused with the kernel's errno] */
 void hp_fast_stats(void *p, unsigned long long *out) {
 	struct hp_fast *h = p;
 	out[0] = h->continued;
 	out[1] = h->handed;
 	out[2] = h->emulated;
+	out[3] = h->refused;
 }
 
 static long long now_ns(void) {
@@ -171,11 +191,21 @@ static int read_path(pid_t tid, uint64_t addr, char *buf, size_t max) {
 	return -1;
 }
 
-static int under_root(struct hp_fast *h, const char *dir, size_t len) {
-	for (int i = 0; i < h->nroots; i++) {
-		size_t rl = h->rootlen[i];
-		if (len == rl && memcmp(dir, h->roots[i], rl) == 0) return 1;
-		if (len > rl && dir[rl] == '/' && memcmp(dir, h->roots[i], rl) == 0) return 1;
+/* Whether `path` is one of the list's paths or lies below one. */
+static int in_list(const struct roots *r, const char *path, size_t len) {
+	for (int i = 0; i < r->n; i++) {
+		size_t rl = r->len[i];
+		if (len == rl && memcmp(path, r->path[i], rl) == 0) return 1;
+		if (len > rl && path[rl] == '/' && memcmp(path, r->path[i], rl) == 0) return 1;
+	}
+	return 0;
+}
+
+static int under_root(struct hp_fast *h, const char *dir, size_t len) { return in_list(&h->write, dir, len); }
+
+static int is_file_entry(struct hp_fast *h, const char *path, size_t len) {
+	for (int i = 0; i < h->files.n; i++) {
+		if (len == h->files.len[i] && memcmp(path, h->files.path[i], len) == 0) return 1;
 	}
 	return 0;
 }
@@ -203,8 +233,8 @@ static void dir_remember(struct hp_fast *h, const char *dir, long long t) {
  * Whether the path argument of a call falls plainly inside the floor (see the file comment). `dirfd` is the
  * call's directory fd (AT_FDCWD for the path forms), `follow` whether the call follows a final symlink.
  */
-static int in_floor_at(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, int follow, int *dfd_out,
-                      char *name_out) {
+static int in_floor_at(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, int follow, int contents,
+                      int *dfd_out, char *name_out) {
 	char raw[PATH_MAX_BYTES + 1];
 	int n = read_path(tid, addr, raw, PATH_MAX_BYTES);
 	if (n <= 0) return 0;
@@ -257,6 +287,14 @@ static int in_floor_at(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, i
 	if (strncmp(full, "/dev/fd", 7) == 0 && (full[7] == 0 || full[7] == '/')) return 0;
 	if (strcmp(full, "/dev/stdin") == 0 || strcmp(full, "/dev/stdout") == 0 || strcmp(full, "/dev/stderr") == 0)
 		return 0;
+	if (contents && !dfd_out && is_file_entry(h, full, len)) {
+		/* A floor file itself (/dev/null): its contents may be written if this very path names it. */
+		struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+		int fd = (int)syscall(SYS_openat2, AT_FDCWD, full, &how, sizeof how);
+		if (fd < 0) return 0;
+		close(fd);
+		return 1;
+	}
 	char *slash = strrchr(full, '/');
 	size_t dirlen = slash == full ? 1 : (size_t)(slash - full);
 	const char *name = slash + 1;
@@ -269,7 +307,15 @@ static int in_floor_at(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, i
 		struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
 		                       .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
 		dfd = (int)syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof how);
-		if (dfd < 0) return 0; /* a symlink on the way, or not there: the mediator resolves it */
+		if (dfd < 0) {
+			/*
+			 * ENOENT, ENOTDIR: a directory on the way is missing (or a file), before any symlink (that would be
+			 * ELOOP): every component up to there is a real directory below the root, so the call fails in the
+			 * kernel, or — should a racing thread create it — Landlock decides. The mediator would continue it
+			 * too. A symlink on the way (ELOOP) or anything else: the mediator resolves it.
+			 */
+			return !dfd_out && (errno == ENOENT || errno == ENOTDIR);
+		}
 		dir_remember(h, dir, t);
 	}
 	int ok = 1;
@@ -298,7 +344,7 @@ static int in_floor_at(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, i
 }
 
 static int in_floor(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, int follow) {
-	return in_floor_at(h, tid, dirfd, addr, follow, NULL, NULL);
+	return in_floor_at(h, tid, dirfd, addr, follow, 0, NULL, NULL);
 }
 
 
@@ -443,7 +489,7 @@ static int meta(struct hp_fast *h, int listener, const struct seccomp_notif *n) 
 			close(target);
 			return 0;
 		}
-	} else if (!in_floor_at(h, tid, dirfd, path, follow, &target, name)) {
+	} else if (!in_floor_at(h, tid, dirfd, path, follow, 0, &target, name)) {
 		return 0;
 	}
 	/* Act only for a call still waiting: this also proves a fresh pidfd named the notifying thread. */
@@ -473,6 +519,119 @@ static int meta(struct hp_fast *h, int listener, const struct seccomp_notif *n) 
 	struct seccomp_notif_resp resp = {.id = n->id, .val = 0, .error = -err, .flags = 0};
 	ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 	h->emulated++;
+	return 1;
+}
+
+/* ---- exec ------------------------------------------------------------------------------------------------ */
+
+
+static int plain_ascii(const char *p) {
+	for (; *p; p++) {
+		if (*p < 0x20 || *p > 0x7e) return 0;
+	}
+	return 1;
+}
+
+/*
+ * The canonical path of `path` (absolute), resolved as the kernel resolves it for the program — symlinks
+ * followed, but never a magic link: /proc/self here would be the supervisor's own, so a symlink into
+ * /proc/self/fd (a memfd in disguise) must go to the mediator, which reads it as the program's. 0; the errno the
+ * kernel would give the program (ENOENT, ENOTDIR, EACCES); -1: for the mediator.
+ */
+static int canonical(const char *path, char *out, size_t size) {
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_MAGICLINKS};
+	int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+	if (fd < 0) return errno == ENOENT || errno == ENOTDIR || errno == EACCES ? errno : -1;
+	char link[40];
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, out, size - 1);
+	close(fd);
+	if (n < 2 || out[0] != '/') return -1;
+	out[n] = 0;
+	if (n > 10 && memcmp(out + n - 10, " (deleted)", 10) == 0) return -1;
+	if (strncmp(out, "/proc/", 6) == 0) return -1;
+	return 0;
+}
+
+/*
+ * Whether the canonical program `canon` may run: in an exec tree, a regular file we may execute, and, for a
+ * `#!` script, its interpreter too (one level; deeper goes to the mediator). 0: yes; an errno the kernel would
+ * give without running anything (ENOENT, ENOTDIR, EACCES); -1: for the mediator.
+ */
+static int runnable(struct hp_fast *h, const char *canon, int level) {
+	size_t len = strlen(canon);
+	if (!plain_ascii(canon) || !in_list(&h->exec, canon, len)) return -1;
+	if (access(canon, X_OK) < 0) return errno == ENOENT || errno == ENOTDIR || errno == EACCES ? errno : -1;
+	int fd = open(canon, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) return -1;
+	struct stat st;
+	char head[256];
+	ssize_t n = -1;
+	int dir = 0;
+	if (fstat(fd, &st) == 0) {
+		if (S_ISREG(st.st_mode)) n = read(fd, head, sizeof head - 1);
+		dir = S_ISDIR(st.st_mode);
+	}
+	close(fd);
+	if (dir) return EACCES; /* as the kernel says for a directory */
+	if (n < 0) return -1; /* not a regular file, or unreadable: the mediator */
+	if (n < 2 || head[0] != '#' || head[1] != '!') return 0; /* a binary (or too short to be a script) */
+	if (level > 0) return -1;
+	/* #!interpreter [arg]: an absolute interpreter, resolved, in an exec tree too */
+	head[n] = 0;
+	char *nl = memchr(head, '\n', (size_t)n);
+	if (!nl) return -1; /* longer than we read: the mediator */
+	*nl = 0;
+	char *ip = head + 2;
+	while (*ip == ' ' || *ip == '\t') ip++;
+	char *end = ip;
+	while (*end && *end != ' ' && *end != '\t') end++;
+	*end = 0;
+	if (ip[0] != '/') return -1;
+	char icanon[PATH_MAX_BYTES];
+	if (canonical(ip, icanon, sizeof icanon) != 0) return -1;
+	return runnable(h, icanon, level + 1) == 0 ? 0 : -1;
+}
+
+/*
+ * execve of a program in an exec tree (fast_roots.ts says the policy allows every program there): continued
+ * as the mediator would, after the same checks: the path is read and resolved as the kernel will (from the
+ * thread's working directory; symlinks followed, magic links left to the mediator), a program that cannot run is answered with the kernel's
+ * errno without running anything, and a `#!` script's interpreter must be in an exec tree too. Like the
+ * mediator's, this decision is about the path at the time of the check (docs/guarantees.md: exec is a
+ * check, not a guarantee against a thread that swaps the file afterwards). 1: answered, 0: for the mediator.
+ */
+static int exec_fast(struct hp_fast *h, int listener, const struct seccomp_notif *n) {
+	if (h->exec.n == 0 || n->data.nr != SYS_execve) return 0;
+	pid_t tid = (pid_t)n->pid;
+	char raw[PATH_MAX_BYTES + 1];
+	int len = read_path(tid, n->data.args[0], raw, PATH_MAX_BYTES);
+	if (len <= 0 || !plain_ascii(raw)) return 0;
+	if (strncmp(raw, "/.hallpass", 10) == 0) return 0; /* hallpass-request */
+	char full[2 * PATH_MAX_BYTES + 2];
+	if (raw[0] == '/') {
+		memcpy(full, raw, (size_t)len + 1);
+	} else {
+		char link[40];
+		snprintf(link, sizeof link, "/proc/%d/cwd", tid);
+		ssize_t b = readlink(link, full, PATH_MAX_BYTES);
+		if (b <= 0 || full[0] != '/' || (b > 10 && memcmp(full + b - 10, " (deleted)", 10) == 0)) return 0;
+		full[b] = '/';
+		memcpy(full + b + 1, raw, (size_t)len + 1);
+	}
+	if (strncmp(full, "/proc/", 6) == 0 || strncmp(full, "/dev/fd/", 8) == 0) return 0;
+	char canon[PATH_MAX_BYTES];
+	/* not there (a shell searching $PATH tries many): answered with the kernel's errno, nothing runs */
+	int err = canonical(full, canon, sizeof canon);
+	if (err == 0) err = runnable(h, canon, 0);
+	if (err < 0) return 0;
+	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) return 1;
+	struct seccomp_notif_resp resp = {.id = n->id};
+	if (err) resp.error = -err;
+	else resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+	ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+	if (err) h->refused++;
+	else h->continued++;
 	return 1;
 }
 
@@ -511,7 +670,7 @@ static int classify(struct hp_fast *h, const struct seccomp_notif *n) {
 #endif
 		if ((flags & O_TMPFILE) == O_TMPFILE) return 0;
 		int follow = !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
-		return in_floor(h, tid, dirfd, path, follow);
+		return in_floor_at(h, tid, dirfd, path, follow, 1, NULL, NULL);
 	}
 #ifdef SYS_mkdir
 	case SYS_mkdir:
@@ -574,8 +733,9 @@ int hp_fast_serve(void *p, int listener, int wakefd, void *out, int out_size, in
 				return -errno;
 			}
 			struct seccomp_notif *n = out;
-			if (h->nroots > 0 && n->data.arch == NATIVE_ARCH && meta(h, listener, n)) continue;
-			if (h->nroots > 0 && classify(h, n)) {
+			if (n->data.arch == NATIVE_ARCH && exec_fast(h, listener, n)) continue;
+			if (h->write.n > 0 && n->data.arch == NATIVE_ARCH && meta(h, listener, n)) continue;
+			if ((h->write.n > 0 || h->files.n > 0) && classify(h, n)) {
 				struct seccomp_notif_resp resp = {.id = n->id, .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE};
 				ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp); /* ENOENT: the thread is gone; nothing to do */
 				h->continued++;

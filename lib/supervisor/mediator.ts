@@ -37,6 +37,8 @@ import {
   type WriteCall,
 } from "./../syscall_table.ts";
 import { ProcInfo } from "./proc_info.ts";
+import { fastExecRoots, fastFileRoots, fastWriteRoots, taintedFloor } from "./fast_roots.ts";
+import type { FastRoots } from "../../ffi/fastpath.ts";
 import { type NetKind, NetMediator, type NetOp } from "./connect.ts";
 import { unixAddr } from "../../ffi/unix_socket.ts";
 import { bindFd } from "../../ffi/net.ts";
@@ -150,28 +152,26 @@ export class Mediator {
     return this.#cfg;
   }
 
-  /** Floor roots that contain a deny rule: allowed writes there are emulated, not continued. */
   /**
-   * The floor roots the fast path (ffi/fastpath.ts) may continue writes in: floor trees with no deny rule in
-   * or above them. None while every decision is logged (--log) or in a container (no floor). `rootsVersion`
-   * changes whenever they may have.
+   * What the fast path (ffi/fastpath.ts) may decide by itself: the floor trees it may continue writes in, and
+   * the trees it may continue execs in (lib/supervisor/fast_roots.ts). Nothing while every decision is logged
+   * (--log) or in a container (no floor). `rootsVersion` changes whenever they may have.
    */
-  fastRoots(): string[] {
-    if (this.#log || this.#cfg.container) return [];
-    return this.#floor.filter((f) => f.kind === "tree" && !this.#taintedFloor.includes(f)).map((f) => f.path);
+  fastRoots(): FastRoots {
+    if (this.#log || this.#cfg.container) return { write: [], exec: [], files: [] };
+    const write = this.policy.pathEntries("write");
+    return {
+      write: fastWriteRoots(this.#floor, write),
+      exec: this.#cfg.mediate.exec ? fastExecRoots(this.policy.pathEntries("exec"), write, this.#floor) : [],
+      files: fastFileRoots(this.#floor, write),
+    };
   }
   rootsVersion = 0;
 
+  /** Floor roots that contain a deny rule: allowed writes there are emulated, not continued. */
   #retaint(): void {
     this.rootsVersion++;
-    const denies = this.policy.rules.filter((r) => r.effect === "deny" && r.op === "write");
-    this.#taintedFloor = this.#floor.filter((f) =>
-      f.kind === "tree" &&
-      denies.some((d) => {
-        const p = d.target.endsWith("/**") ? d.target.slice(0, -3) : d.target;
-        return p === f.path || p.startsWith(f.path + "/") || f.path.startsWith(p + "/");
-      })
-    );
+    this.#taintedFloor = taintedFloor(this.#floor, this.policy.pathEntries("write"));
   }
 
   #inFloor(path: string, contents = true): boolean {
@@ -186,7 +186,7 @@ export class Mediator {
 
   addRule(rule: Rule): void {
     this.policy.add(rule);
-    if (rule.effect === "deny") this.#retaint();
+    this.#retaint(); // any rule may change what the fast path may decide (fastRoots)
   }
 
   removeRules(pred: (r: Rule) => boolean): number {

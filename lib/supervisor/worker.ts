@@ -166,7 +166,7 @@ async function main(): Promise<void> {
   }
   if (fast) {
     const f = fast.stats();
-    m.stats.notifications += f.continued + f.emulated;
+    m.stats.notifications += f.continued + f.emulated + f.refused;
     m.stats.continued += f.continued;
     m.stats.emulated += f.emulated;
     fast.close();

@@ -33,3 +33,57 @@ Deno.test("relative writes follow chdir and fchdir: outside the project they ask
     }
   }
 });
+
+/**
+ * The fast path runs programs of the @system trees by itself only while no rule could make one of them differ
+ * (lib/supervisor/fast_roots.ts): a deny of one system program, or a write allow in a system directory (the
+ * @system allow does not apply to a program the sandbox may write), leaves those execs to the mediator, with
+ * and without the fast path alike.
+ */
+Deno.test("exec rules that touch system directories are decided as without the fast path", async () => {
+  for (const fast of ["1", "0"]) {
+    const s = await scratch();
+    try {
+      const rules = `${s.outside}/rules`;
+      await Deno.writeTextFile(rules, "deny exec /usr/bin/id\nallow write /usr/lib/git-core/**\n");
+      const script =
+        `/usr/bin/id >/dev/null 2>&1; echo id=$?; /usr/lib/git-core/git --version >/dev/null 2>&1; ` +
+        `echo git=$?; /usr/bin/true; echo true=$?; /usr/bin/git --version >/dev/null; echo usrgit=$?`;
+      const r = await hallpass(["--no-ask", "-q", "--rules", rules, "--", "/bin/sh", "-c", script], {
+        cwd: s.project,
+        env: { HALLPASS_FAST_PATH: fast, PATH: "/usr/bin:/bin" },
+      });
+      assertEquals(r.code, 0, `fast=${fast}: ${r.stderr}`);
+      // id: denied by its rule; git-core/git: writable by the rule, so @system does not allow it and --no-ask
+      // denies it; /usr/bin/true and /usr/bin/git: nothing makes them writable, they run.
+      assertEquals(r.stdout.trim().split("\n"), ["id=126", "git=126", "true=0", "usrgit=0"], `fast=${fast}`);
+    } finally {
+      await s.cleanup();
+    }
+  }
+});
+
+Deno.test("exec through a symlink in the project to a system program, and of what is not there", async () => {
+  for (const fast of ["1", "0"]) {
+    const s = await scratch();
+    try {
+      await Deno.symlink("/usr/bin/true", `${s.project}/t`);
+      await Deno.symlink("/usr/bin/no-such-program", `${s.project}/dangling`);
+      const script = "./t; echo t=$?; ./dangling; echo dangling=$?; /usr/bin/no-such; echo none=$?; " +
+        "/usr/bin/; echo dir=$?";
+      const r = await hallpass(["--no-ask", "-q", "--", "/bin/sh", "-c", script], {
+        cwd: s.project,
+        env: { HALLPASS_FAST_PATH: fast, PATH: "/usr/bin:/bin" },
+      });
+      assertEquals(
+        r.stdout.trim().split("\n"),
+        ["t=0", "dangling=127", "none=127", "dir=126"],
+        `fast=${fast}: ${r.stderr}`,
+      );
+      // answered as the kernel would: nothing asked, nothing denied
+      assert(!r.stderr.includes("hallpass: denied"), `fast=${fast}: ${r.stderr}`);
+    } finally {
+      await s.cleanup();
+    }
+  }
+});

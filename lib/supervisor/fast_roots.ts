@@ -1,0 +1,70 @@
+/**
+ * Which trees the supervisor's fast path (helper/fastpath/fastpath.c) may decide in by itself. Pure: the
+ * mediator calls these with its floor and its policy's compiled entries whenever the rules change.
+ *
+ * Both answers are conservative: a tree is left out whenever any rule could make a decision inside it differ
+ * from "allow", and then the mediator decides there, as before.
+ *
+ * @module
+ */
+import type { PathEntry } from "../policy.ts";
+import type { PathScope } from "../types.ts";
+import { scopeCovers } from "../path_scope.ts";
+
+/** Whether the scopes (a tree or an exact path each) have a path in common. */
+function overlap(a: { path: string; tree: boolean }, b: { path: string; tree: boolean }): boolean {
+  return (a.tree && scopeCovers({ kind: "tree", path: a.path }, b.path)) ||
+    (b.tree && scopeCovers({ kind: "tree", path: b.path }, a.path)) ||
+    a.path === b.path;
+}
+
+/**
+ * The exec trees the fast path may continue an exec in, without asking the mediator: trees of `allow exec`
+ * rules without a duration such that, for every program below them, the policy says allow:
+ *   - no deny rule for exec overlaps the tree (inside it, at it, or above it: whichever is more specific,
+ *     leaving the tree out never changes an answer);
+ *   - for an allow from `@system` (which does not apply to a program the sandbox may write), nothing in the
+ *     tree may be written without asking: no floor entry and no write allow overlaps it.
+ * Never "/" (an `allow exec /**` is decided by the mediator).
+ */
+export function fastExecRoots(
+  exec: readonly PathEntry[],
+  write: readonly PathEntry[],
+  floor: readonly PathScope[],
+): string[] {
+  const out: string[] = [];
+  for (const c of exec) {
+    if (c.effect !== "allow" || !c.tree || c.path === "/" || c.expiresAt !== Infinity) continue;
+    if (exec.some((e) => e.effect === "deny" && overlap(e, c))) continue;
+    if (c.conditional) {
+      if (write.some((w) => w.effect === "allow" && overlap(w, c))) continue;
+      if (floor.some((f) => overlap({ path: f.path, tree: f.kind === "tree" }, c))) continue;
+    }
+    if (!out.includes(c.path)) out.push(c.path);
+  }
+  return out;
+}
+
+/**
+ * The floor trees that hold (or lie inside) a deny rule for writes: Landlock allows the whole tree, so an
+ * allowed write there must be performed by the supervisor (checked and done on the same file), never
+ * continued.
+ */
+export function taintedFloor(floor: readonly PathScope[], write: readonly PathEntry[]): PathScope[] {
+  return floor.filter((f) =>
+    f.kind === "tree" && write.some((w) => w.effect === "deny" && overlap(w, { path: f.path, tree: true }))
+  );
+}
+
+/** The floor trees the fast path may continue writes in: the trees no deny rule taints. */
+export function fastWriteRoots(floor: readonly PathScope[], write: readonly PathEntry[]): string[] {
+  const tainted = taintedFloor(floor, write);
+  return floor.filter((f) => f.kind === "tree" && !tainted.includes(f)).map((f) => f.path);
+}
+
+/** The floor's single files (/dev/null...) whose opens for writing the fast path may continue: no deny on them. */
+export function fastFileRoots(floor: readonly PathScope[], write: readonly PathEntry[]): string[] {
+  return floor.filter((f) =>
+    f.kind === "exact" && !write.some((w) => w.effect === "deny" && overlap(w, { path: f.path, tree: false }))
+  ).map((f) => f.path);
+}
