@@ -2,7 +2,8 @@
  * The supervisor's fast path (helper/fastpath/fastpath.c): a loop in C that answers CONTINUE to the writes
  * that plainly fall inside the Landlock floor, performs the metadata calls (chmod, chown, utimensat) on files
  * plainly inside it, runs programs of the allowed exec trees, and hands every other notification back. Its
- * file comment says why that is safe. One handle per listener, used only from the supervisor Worker's thread.
+ * file comment says why that is safe. One handle per listener and thread: the main thread's until the
+ * supervisor Worker starts, then the Worker's.
  */
 const SYMBOLS = {
   hp_fast_new: { parameters: [], result: "pointer" },
@@ -10,6 +11,13 @@ const SYMBOLS = {
   hp_fast_set_list: { parameters: ["pointer", "i32", "buffer", "i32"], result: "i32" },
   hp_fast_stats: { parameters: ["pointer", "buffer"], result: "void" },
   hp_fast_serve: { parameters: ["pointer", "i32", "i32", "buffer", "i32", "i32"], result: "i32" },
+  // The same loop on a thread of Deno's pool, for the main thread (which must never block).
+  hp_fast_serve_async: {
+    name: "hp_fast_serve",
+    parameters: ["pointer", "i32", "i32", "buffer", "i32", "i32"],
+    result: "i32",
+    nonblocking: true,
+  },
 } as const satisfies Deno.ForeignLibraryInterface;
 
 /** What the fast path may decide by itself; lib/supervisor/fast_roots.ts computes each list. */
@@ -91,6 +99,16 @@ export class FastPath {
     timeoutMs: number,
   ): number {
     return this.#lib.symbols.hp_fast_serve(this.#h, listenerFd, wakeFd, notif, size, timeoutMs);
+  }
+
+  /** {@link serve} on another thread, for the main thread: needs a wake pipe to be stopped. */
+  serveAsync(
+    listenerFd: number,
+    wakeFd: number,
+    notif: Uint8Array<ArrayBuffer>,
+    size: number,
+  ): Promise<number> {
+    return this.#lib.symbols.hp_fast_serve_async(this.#h, listenerFd, wakeFd, notif, size, -1);
   }
 
   /**

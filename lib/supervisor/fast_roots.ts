@@ -7,7 +7,8 @@
  *
  * @module
  */
-import type { PathEntry } from "../policy.ts";
+import type { PathEntry, Policy } from "../policy.ts";
+import type { FastRoots } from "../../ffi/fastpath.ts";
 import type { PathScope } from "../types.ts";
 import { scopeCovers } from "../path_scope.ts";
 
@@ -67,4 +68,14 @@ export function fastFileRoots(floor: readonly PathScope[], write: readonly PathE
   return floor.filter((f) =>
     f.kind === "exact" && !write.some((w) => w.effect === "deny" && overlap(w, { path: f.path, tree: false }))
   ).map((f) => f.path);
+}
+
+/** All three lists for a session's policy and floor. */
+export function fastRootsOf(policy: Policy, floor: readonly PathScope[], mediateExec: boolean): FastRoots {
+  const write = policy.pathEntries("write");
+  return {
+    write: fastWriteRoots(floor, write),
+    exec: mediateExec ? fastExecRoots(policy.pathEntries("exec"), write, floor) : [],
+    files: fastFileRoots(floor, write),
+  };
 }

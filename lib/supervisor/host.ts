@@ -2,8 +2,10 @@
  * The main thread's side of the supervisor: owns the Worker that answers notifications, routes its questions
  * to the ask backend (identical pending questions share one answer), and collects denials for the summary.
  *
- * The Worker is started when the first notification is waiting (an asynchronous poll of the listener): a
- * command that never writes outside what needs no decision (`hallpass -- true`) never pays for it.
+ * The Worker is started only when a notification needs it: until then the fast path (ffi/fastpath.ts) answers
+ * on the main thread's behalf, on a thread of Deno's pool, what it can decide by itself. Starting a Worker
+ * costs ~50 ms (a new isolate and its modules); a command whose every trapped call falls in the floor or runs
+ * a system program (a build, `tar x`) never pays for it, nor does one that traps nothing (`hallpass -- true`).
  */
 import { pipe, pollReadable, writeAll } from "../../ffi/libc.ts";
 import { close } from "../../ffi/libc.ts";
@@ -47,17 +49,93 @@ export class SupervisorHost {
     this.#o = o;
   }
 
-  /** Starts the Worker as soon as a notification is waiting. */
+  /** Serves the listener from the main thread's side, and starts the Worker when a notification needs it. */
   startWhenNeeded(): void {
-    pollReadable(this.#cfg.listenerFd).then((revents) => {
+    pollReadable(this.#cfg.listenerFd).then(async (revents) => {
       // POLLIN: a notification waits. POLLHUP alone: every sandboxed process is gone, nothing to decide.
-      if (!this.#closing && (revents & 1)) this.#start();
+      if (this.#closing || !(revents & 1)) return;
+      let first: Uint8Array<ArrayBuffer> | null | "none" = null;
+      try {
+        first = await this.#serveHere();
+      } catch {
+        first = null; // the Worker takes everything (it fails closed on errors of its own)
+      }
+      if (first !== "none" && !this.#closing) this.#start(first ?? undefined);
     });
   }
 
-  #start(): void {
+  /** The main thread's fast path call in progress (stopped through the wake pipe). */
+  #here: Promise<number> | null = null;
+
+  /**
+   * Lets the fast path answer until a notification needs the mediator, and returns that one; null when the
+   * fast path cannot run here (the Worker then takes everything), "none" when nothing is left to decide (the
+   * sandbox is gone, or hallpass is stopping).
+   */
+  async #serveHere(): Promise<Uint8Array<ArrayBuffer> | null | "none"> {
+    const cfg = this.#cfg;
+    if (!cfg.fastPath || cfg.container || cfg.logPath || Deno.env.get("HALLPASS_FAST_PATH") === "0") {
+      return null;
+    }
+    const [{ FastPath, SERVE }, { NotifyFd }, { Policy }, { fastRootsOf }, { lookupInPath }] = await Promise
+      .all([
+        import("../../ffi/fastpath.ts"),
+        import("../../ffi/notify.ts"),
+        import("../policy.ts"),
+        import("./fast_roots.ts"),
+        import("../path_lookup.ts"),
+      ]);
+    const fast = FastPath.open(cfg.fastPath);
+    if (fast === null) return null;
+    try {
+      const policy = new Policy(cfg.rules, {
+        home: cfg.home,
+        cwd: cfg.cwd,
+        lookup: (p) => lookupInPath(p, cfg.pathEnv),
+      });
+      fast.setRoots(fastRootsOf(policy, cfg.floor, cfg.mediate.exec));
+      if (!fast.active) return null;
+      // The answer hands the CPU straight to the waiting thread (the Worker sets the same flag).
+      new NotifyFd(cfg.listenerFd).trySyncWakeup();
+      if (this.#wakeR < 0) [this.#wakeR, this.#wakeW] = pipe();
+      const notif = new Uint8Array(128);
+      while (!this.#closing) {
+        this.#here = fast.serveAsync(cfg.listenerFd, this.#wakeR, notif, 80);
+        const r = await this.#here;
+        this.#here = null;
+        if (r === SERVE.NOTIFICATION) return notif;
+        if (r === SERVE.HANGUP || r === SERVE.WAKE) return "none";
+        if (r !== SERVE.TIMEOUT) return null; // an error: the Worker takes over
+      }
+      return "none";
+    } finally {
+      this.#here = null;
+      fast.close();
+    }
+  }
+
+  /** Stops the main thread's fast path, and waits until its call has returned. */
+  async #stopHere(): Promise<void> {
+    const here = this.#here;
+    if (!here) return;
+    try {
+      writeAll(this.#wakeW, this.#wakeByte.subarray(0, 1));
+    } catch {
+      // closed
+    }
+    await here.catch(() => 0);
+  }
+
+  #closePipe(): void {
+    if (this.#wakeR < 0) return;
+    close(this.#wakeR);
+    close(this.#wakeW);
+    this.#wakeR = this.#wakeW = -1;
+  }
+
+  #start(first?: Uint8Array<ArrayBuffer>): void {
     if (this.#worker) return;
-    [this.#wakeR, this.#wakeW] = pipe();
+    if (this.#wakeR < 0) [this.#wakeR, this.#wakeW] = pipe();
     const w = new Worker(new URL("./worker.ts", import.meta.url), { type: "module" });
     this.#worker = w;
     w.onmessage = (e: MessageEvent<ToMain>) => this.#onMessage(e.data);
@@ -65,7 +143,7 @@ export class SupervisorHost {
       e.preventDefault();
       this.#o.onFatal(e.message);
     };
-    this.#send({ t: "init", config: { ...this.#cfg, wakeFd: this.#wakeR, posted: this.#posted } });
+    this.#send({ t: "init", config: { ...this.#cfg, wakeFd: this.#wakeR, posted: this.#posted, first } });
   }
 
   #send(m: ToWorker): void {
@@ -156,13 +234,16 @@ export class SupervisorHost {
   async halt(timeoutMs = 5000): Promise<boolean> {
     this.#closing = true;
     for (const ac of this.#aborts.values()) ac.abort();
+    await this.#stopHere();
     const w = this.#worker;
-    if (!w) return true;
+    if (!w) {
+      this.#closePipe();
+      return true;
+    }
     if (this.#workerDone) {
       this.#worker = null;
       w.terminate();
-      close(this.#wakeR);
-      close(this.#wakeW);
+      this.#closePipe();
       return true;
     }
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -177,18 +258,19 @@ export class SupervisorHost {
     w.terminate();
     // Only once the Worker has said it stopped does it no longer touch the wake pipe: closed earlier, the
     // numbers could be reused (by a runtime's connection) and read by a Worker still finishing.
-    if (ok) {
-      close(this.#wakeR);
-      close(this.#wakeW);
-    }
+    if (ok) this.#closePipe();
     return ok;
   }
 
   async stop(): Promise<void> {
     this.#closing = true;
     for (const ac of this.#aborts.values()) ac.abort();
+    await this.#stopHere();
     const w = this.#worker;
-    if (!w) return;
+    if (!w) {
+      this.#closePipe();
+      return;
+    }
     const state = new Int32Array(this.#posted);
     for (
       let waited = 0;
@@ -198,8 +280,7 @@ export class SupervisorHost {
       await new Promise((r) => setTimeout(r, 2));
     }
     w.terminate();
-    close(this.#wakeR);
-    close(this.#wakeW);
+    this.#closePipe();
   }
 }
 

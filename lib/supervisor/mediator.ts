@@ -37,7 +37,7 @@ import {
   type WriteCall,
 } from "./../syscall_table.ts";
 import { ProcInfo } from "./proc_info.ts";
-import { fastExecRoots, fastFileRoots, fastWriteRoots, taintedFloor } from "./fast_roots.ts";
+import { fastRootsOf, taintedFloor } from "./fast_roots.ts";
 import type { FastRoots } from "../../ffi/fastpath.ts";
 import { type NetKind, NetMediator, type NetOp } from "./connect.ts";
 import { unixAddr } from "../../ffi/unix_socket.ts";
@@ -159,12 +159,7 @@ export class Mediator {
    */
   fastRoots(): FastRoots {
     if (this.#log || this.#cfg.container) return { write: [], exec: [], files: [] };
-    const write = this.policy.pathEntries("write");
-    return {
-      write: fastWriteRoots(this.#floor, write),
-      exec: this.#cfg.mediate.exec ? fastExecRoots(this.policy.pathEntries("exec"), write, this.#floor) : [],
-      files: fastFileRoots(this.#floor, write),
-    };
+    return fastRootsOf(this.policy, this.#floor, this.#cfg.mediate.exec);
   }
   rootsVersion = 0;
 

@@ -33,6 +33,11 @@ export interface SessionConfig {
   /** The fast path library (lib/run.ts fastPathLibrary), or null: the mediator answers everything. */
   fastPath?: string | null;
   /**
+   * A notification the main thread's fast path received and could not answer (a struct seccomp_notif): the
+   * first the Worker handles.
+   */
+  first?: Uint8Array<ArrayBuffer>;
+  /**
    * `hallpass agent`: the sandbox is a container the runtime set up. Paths are looked up inside its root (that
    * of `rootPid`), there is no floor (every allowed write is emulated), and until the first execve on this
    * listener every call is the runtime's own setup (runc's exec fifo, …) and passes; `commandPid` 0 means the

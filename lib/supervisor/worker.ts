@@ -80,6 +80,7 @@ async function main(): Promise<void> {
   let rootsVersion = -1;
   const notifBuf = new Uint8Array(128);
   post({ t: "ready" });
+  if (cfg.first) handle(m, nfd.decode(cfg.first));
   const drain = new Uint8Array(128);
   let listenerOpen = true;
   let stopping = false;
