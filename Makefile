@@ -22,7 +22,7 @@ BENCH_PKGS   := time bubblewrap
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: all deps deno run test bench install clean check fmt hallpass-request
-all: deps build/hallpass-launcher build/libhallpass-fastpath.so hallpass-request hallpass
+all: deps build/hallpass-launcher build/libhallpass-fastpath.so build/filter.bpf hallpass-request hallpass
 
 # Debian/Ubuntu packages the build and the tests use, installed only when missing.
 deps:
@@ -46,6 +46,11 @@ build/hallpass-launcher: helper/launcher/launcher.c
 	$(MUSL_CC) $(CFLAGS_STATIC) -o $@ $<
 	@strip $@ 2>/dev/null || true
 
+# The seccomp filter, compiled once here (lib/filter_build.ts): hallpass reads it instead of compiling at start-up.
+build/filter.bpf: lib/filter_plan.ts lib/syscall_table.ts lib/filter_build.ts ffi/seccomp.ts helper/bpf/prebuild.ts | deno
+	@mkdir -p build
+	$(DENO) run --quiet --allow-all --no-prompt --cached-only helper/bpf/prebuild.ts build >/dev/null
+
 # The supervisor's fast path (docs/performance.md): loaded by the Deno process, so built against its libc.
 build/libhallpass-fastpath.so: helper/fastpath/fastpath.c
 	@mkdir -p build
@@ -65,9 +70,9 @@ hallpass-request: helper/hallpass-request/hallpass-request.c
 
 # ./hallpass: the compiled single binary where `deno compile` can get its runtime (DENORT_BIN or Deno's
 # download server), otherwise a script that runs the same code with `deno run`.
-hallpass: build/hallpass-launcher build/libhallpass-fastpath.so $(DENO) main.ts $(wildcard lib/*.ts lib/*/*.ts ffi/*.ts) deno.json
+hallpass: build/hallpass-launcher build/libhallpass-fastpath.so build/filter.bpf $(DENO) main.ts $(wildcard lib/*.ts lib/*/*.ts ffi/*.ts) deno.json
 	@$(DENO) install --quiet --entrypoint main.ts >/dev/null 2>&1 || $(DENO) cache --quiet main.ts
-	@if timeout 120 $(DENO) compile --quiet --allow-all --v8-flags=$(V8_FLAGS) --include build/hallpass-launcher --include build/libhallpass-fastpath.so --include lib/supervisor/worker.ts -o build/hallpass-compiled main.ts >build/compile.log 2>&1 \
+	@if timeout 120 $(DENO) compile --quiet --allow-all --v8-flags=$(V8_FLAGS) --include build/hallpass-launcher --include build/libhallpass-fastpath.so --include build/filter.bpf --include build/filter-connect.bpf --include lib/supervisor/worker.ts -o build/hallpass-compiled main.ts >build/compile.log 2>&1 \
 	    && ! build/hallpass-compiled --version 2>&1 | grep -q '^deno '; then \
 	  cp build/hallpass-compiled hallpass; echo "make: ./hallpass is the compiled binary (deno compile)"; \
 	else \

@@ -29,6 +29,9 @@ const SYMBOLS = {
   getpid: { parameters: [], result: "i32" },
   access: { parameters: ["buffer", "i32"], result: "i32" }, // int access(const char *, int)
   pipe2: { parameters: ["buffer", "i32"], result: "i32" }, // int pipe2(int fds[2], int flags)
+  // int posix_spawn(pid_t *, const char *path, file_actions *, attr *, char *const argv[], char *const envp[])
+  posix_spawn: { parameters: ["buffer", "buffer", "pointer", "pointer", "buffer", "pointer"], result: "i32" },
+  environ: { type: "pointer" }, // char **environ
 } as const satisfies Deno.ForeignLibraryInterface;
 
 /**
@@ -150,6 +153,8 @@ export const SYS = {
   seccomp: 317,
   memfd_create: 319,
   process_vm_readv: 310,
+  waitid: 247,
+  pidfd_send_signal: 424,
   pidfd_open: 434,
   pidfd_getfd: 438,
   openat2: 437,

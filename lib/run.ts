@@ -4,9 +4,13 @@
  * the command and returns its exit status. Failures before the command runs throw HallpassError (exit 125).
  */
 import {
+  AT_FDCWD,
   close,
+  cstr,
   executableOnDisk,
   existsOnDisk,
+  libc,
+  O,
   pollFds,
   readAsync,
   recvWithFds,
@@ -16,10 +20,11 @@ import {
   setUmask,
 } from "../ffi/libc.ts";
 import { createRuleset, landlockAbi } from "../ffi/landlock.ts";
-import { ACT, CMP, type CompiledRule, compileFilter, resolveSyscall } from "../ffi/seccomp.ts";
+import { spawn, type Spawned } from "../ffi/spawn.ts";
+import { compileFilter } from "../ffi/seccomp.ts";
+import { BAD_ARCH_ACTION, compiledRules, FILTER_SOURCES, prebuiltFilterName } from "./filter_build.ts";
 import { getRemoteFd, NotifyFd, userNotifAvailable } from "../ffi/notify.ts";
 import type { CliOptions } from "./cli.ts";
-import { filterPlan } from "./filter_plan.ts";
 import { landlockPlan, type Plan } from "./plan.ts";
 import type { AskBackend } from "./types.ts";
 import { NoAsk } from "./ask/no_ask.ts";
@@ -82,20 +87,25 @@ function bundledFile(name: string, mode: number): string {
   return target;
 }
 
-/** The BPF program, in a memfd, from the filter plan. */
-function compile(opts: CliOptions): number {
-  const rules: CompiledRule[] = filterPlan({ mediateConnect: opts.mediate.connect }).map((e) => ({
-    syscall: e.syscall,
-    action: e.action.kind === "notify" ? ACT.NOTIFY : ACT.errno(e.action.errno),
-    args: e.args?.map((a) => ({
-      arg: a.arg,
-      op: a.op === "eq" ? CMP.EQ : CMP.MASKED_EQ,
-      a: a.op === "eq" ? a.value : a.mask!,
-      b: a.op === "eq" ? 0n : a.value,
-    })),
-  }));
-  // Foreign architectures (32-bit int 0x80, x32) get ENOSYS: none of them is mediated.
-  return compileFilter(rules, ACT.errno(38)).memfd;
+/**
+ * The BPF program for the launcher, as an fd it reads: the one `make` prebuilt for exactly this plan
+ * (lib/filter_build.ts), else compiled now with libseccomp into a memfd.
+ */
+function filterFd(opts: CliOptions): number {
+  const name = prebuiltFilterName(opts.mediate.connect);
+  try {
+    const built = Deno.statSync(new URL(`../build/${name}`, import.meta.url)).mtime;
+    // From the sources, the plan may have changed since `make` (a compiled binary carries what make built).
+    const stale = built === null ||
+      FILTER_SOURCES.some((f) => (Deno.statSync(new URL(`../${f}`, import.meta.url)).mtime ?? built) > built);
+    if (!stale) {
+      const fd = libc().openat(AT_FDCWD, cstr(bundledFile(name, 0o644)), O.RDONLY | O.CLOEXEC, 0);
+      if (fd >= 0) return fd;
+    }
+  } catch {
+    // not prebuilt: compile it
+  }
+  return compileFilter(compiledRules(opts.mediate.connect), BAD_ARCH_ACTION).memfd;
 }
 
 /**
@@ -146,14 +156,8 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     if (pty) pty.gate.output(new TextEncoder().encode(line + "\r\n"));
     else console.error(line);
   };
-  let child: Deno.ChildProcess | null = null;
-  const forward = (sig: Deno.Signal) => {
-    try {
-      child?.kill(sig);
-    } catch {
-      // gone
-    }
-  };
+  let child: Spawned | null = null;
+  const forward = (sig: Deno.Signal) => child?.kill(signalNumber(sig));
   /**
    * hallpass itself was told to end (SIGTERM, SIGHUP: its terminal is gone). The signal goes to the command, as
    * it would without hallpass; if the command is still there after a grace period (it ignores the signal),
@@ -183,16 +187,12 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
 
   // --- kernel objects, and the launcher
   const ruleset = createRuleset(landlockPlan(plan, abi, opts.mediate.connect), abi);
-  const bpf = compile(opts);
+  const bpf = filterFd(opts);
   const [mySock, childSock] = seqpacketPair();
   setCloexec(childSock, false);
   try {
-    child = new Deno.Command(launcherPath(), {
-      args: [String(childSock), plan.program, ...plan.argv],
-      stdin: "inherit",
-      stdout: "inherit",
-      stderr: "inherit",
-    }).spawn();
+    const path = launcherPath();
+    child = spawn(path, [path, String(childSock), plan.program, ...plan.argv]);
   } catch (e) {
     throw new HallpassError(`cannot start the launcher: ${(e as Error).message}`, "rebuild with `make`");
   } finally {
@@ -289,7 +289,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   if (pty) await pty.finish();
   for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
   if (!opts.quiet) summary.print((l) => console.error(l));
-  if (status.signal) return 128 + signalNumber(status.signal);
+  if (status.signal) return 128 + status.signal;
   return status.code;
 }
 
@@ -299,7 +299,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
  */
 function answerFirstExec(listenerFd: number, commandPid: number): void {
   const nfd = new NotifyFd(listenerFd);
-  const execve = resolveSyscall("execve");
+  const execve = Deno.build.arch === "aarch64" ? 221 : 59; // without loading libseccomp for one number
   if (!pollFds([listenerFd], 10_000)) return;
   const n = nfd.recv();
   if (n && n.tid === commandPid && n.nr === execve) nfd.continue(n.id);

@@ -277,6 +277,16 @@ static void child(int sock, const struct config *cfg, int bpf_fd, int ruleset_fd
 		else
 			signal(sig, SIG_DFL);
 	}
+	/* The real-time signals too (the C library's signal() refuses the ones it reserves): the raw call. */
+	for (int sig = 32; sig <= 64; sig++) {
+		struct {
+			void *handler;
+			unsigned long flags;
+			void *restorer;
+			unsigned long mask;
+		} dfl = {SIG_DFL, 0, NULL, 0};
+		syscall(SYS_rt_sigaction, sig, &dfl, NULL, 8);
+	}
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -324,6 +334,14 @@ int main(int argc, char **argv) {
 	}
 	int sock = (int)sl;
 	if (fcntl(sock, F_SETFD, FD_CLOEXEC) < 0) die("socket");
+	/*
+	 * hallpass starts this with posix_spawn, which passes on its signal mask and ignored signals (Deno ignores
+	 * SIGPIPE): start from the defaults. The command's own dispositions are set in the child (below).
+	 */
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
 
 	struct config cfg;
 	int fds[3] = {-1, -1, -1};

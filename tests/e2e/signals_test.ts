@@ -30,3 +30,28 @@ for (const sig of ["SIGTERM", "SIGHUP"] as const) {
     }
   });
 }
+
+// The command starts as it would without hallpass: no signal blocked or ignored (Deno ignores SIGPIPE, and
+// hallpass starts its launcher with posix_spawn, which would pass that on), the exit status and a killing
+// signal passed back.
+Deno.test("the command starts with default signal dispositions and an empty mask; its status comes back", async () => {
+  const s = await scratch();
+  try {
+    const run = async (script: string) => {
+      const out = await new Deno.Command(DENO, {
+        args: ["run", "-A", `${ROOT}/main.ts`, "--no-ask", "-q", "--", "sh", "-c", script],
+        cwd: s.project,
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      return { code: out.code, stdout: new TextDecoder().decode(out.stdout) };
+    };
+    const r = await run("grep -E '^Sig(Blk|Ign)' /proc/self/status; yes | head -1");
+    ok(r.stdout === "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\ny\n", JSON.stringify(r));
+    ok((await run("exit 7")).code === 7);
+    ok((await run("kill -USR1 $$")).code === 128 + 10);
+  } finally {
+    await s.cleanup();
+  }
+});

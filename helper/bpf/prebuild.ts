@@ -1,0 +1,23 @@
+/**
+ * `make` runs this: compiles the seccomp filter of both variants (with and without connect mediation) with
+ * libseccomp and writes them to DIR/filter.bpf and DIR/filter-connect.bpf (lib/filter_build.ts). hallpass
+ * then reads the program at start-up instead of compiling it.
+ *
+ *   deno run --allow-all helper/bpf/prebuild.ts DIR
+ */
+import { compileFilter } from "../../ffi/seccomp.ts";
+import { BAD_ARCH_ACTION, compiledRules, prebuiltFilterName } from "../../lib/filter_build.ts";
+
+const dir = Deno.args[0];
+if (!dir) {
+  console.error("usage: prebuild.ts DIR");
+  Deno.exit(2);
+}
+for (const connect of [false, true]) {
+  const rules = compiledRules(connect);
+  const { memfd } = compileFilter(rules, BAD_ARCH_ACTION);
+  const bytes = Deno.readFileSync(`/proc/self/fd/${memfd}`);
+  const name = prebuiltFilterName(connect);
+  Deno.writeFileSync(`${dir}/${name}`, bytes, { mode: 0o644 });
+  console.log(`${dir}/${name} (${bytes.length / 8} instructions${connect ? ", connect mediated" : ""})`);
+}
