@@ -2,7 +2,7 @@
  * File system operations the supervisor performs on behalf of a sandboxed process (emulation).
  * Each returns the call's result or -errno; none throws. Paths are Uint8Array C strings (see cstr).
  */
-import { AT, AT_FDCWD, cstr, fslib, libc, O, result, sys } from "./libc.ts";
+import { AT, AT_FDCWD, cstr, fslib, libc, libcMore, O, result, sys } from "./libc.ts";
 import { openat2, RESOLVE } from "./notify.ts";
 
 /** Opens a canonical directory path without following any symlink or magic link. */
@@ -94,7 +94,7 @@ export function readHead(path: string): Uint8Array | null {
   const fd = result(libc().openat(AT_FDCWD, cstr(path), O.RDONLY | O.CLOEXEC | O.NONBLOCK, 0));
   if (fd < 0) return null;
   try {
-    const n = result(libc().read(fd, head, 256n));
+    const n = result(libcMore().read(fd, head, 256n));
     return n > 0 ? head.subarray(0, n) : null;
   } finally {
     libc().close(fd);

@@ -10,28 +10,35 @@ const SYMBOLS = {
   __errno_location: { parameters: [], result: "pointer" }, // int *__errno_location(void)
   syscall6: { name: "syscall", parameters: ["i64", "i64", "i64", "i64", "i64", "i64", "i64"], result: "i64" }, // long syscall(long nr, ...)
   ioctl_p: { name: "ioctl", parameters: ["i32", "u64", "buffer"], result: "i32" }, // int ioctl(int fd, unsigned long req, void *arg)
-  ioctl_n: { name: "ioctl", parameters: ["i32", "u64", "u64"], result: "i32" },
   close: { parameters: ["i32"], result: "i32" }, // int close(int fd)
-  read: { parameters: ["i32", "buffer", "usize"], result: "isize" }, // ssize_t read(int, void *, size_t)
   read_nb: { name: "read", parameters: ["i32", "buffer", "usize"], result: "isize", nonblocking: true },
-  write: { parameters: ["i32", "buffer", "usize"], result: "isize" }, // ssize_t write(int, const void *, size_t)
   poll: { parameters: ["buffer", "u64", "i32"], result: "i32" }, // int poll(struct pollfd *, nfds_t, int)
-  // ssize_t process_vm_readv(pid_t, const struct iovec *local, unsigned long, const struct iovec *remote, unsigned long, unsigned long)
-  process_vm_readv: { parameters: ["i32", "buffer", "u64", "buffer", "u64", "u64"], result: "isize" },
   poll_nb: { name: "poll", parameters: ["buffer", "u64", "i32"], result: "i32", nonblocking: true },
   socketpair: { parameters: ["i32", "i32", "i32", "buffer"], result: "i32" }, // int socketpair(int, int, int, int[2])
   sendmsg: { parameters: ["i32", "buffer", "i32"], result: "isize" }, // ssize_t sendmsg(int, const struct msghdr *, int)
   recvmsg: { parameters: ["i32", "buffer", "i32"], result: "isize" }, // ssize_t recvmsg(int, struct msghdr *, int)
   fcntl: { parameters: ["i32", "i32", "i32"], result: "i32" }, // int fcntl(int, int, int)
-  memfd_create: { parameters: ["buffer", "u32"], result: "i32" }, // int memfd_create(const char *, unsigned)
   openat: { parameters: ["i32", "buffer", "i32", "u32"], result: "i32" }, // int openat(int, const char *, int, mode_t)
   umask: { parameters: ["u32"], result: "u32" },
-  getpid: { parameters: [], result: "i32" },
   access: { parameters: ["buffer", "i32"], result: "i32" }, // int access(const char *, int)
-  pipe2: { parameters: ["buffer", "i32"], result: "i32" }, // int pipe2(int fds[2], int flags)
   // int posix_spawn(pid_t *, const char *path, file_actions *, attr *, char *const argv[], char *const envp[])
   posix_spawn: { parameters: ["buffer", "buffer", "pointer", "pointer", "buffer", "pointer"], result: "i32" },
   environ: { type: "pointer" }, // char **environ
+} as const satisfies Deno.ForeignLibraryInterface;
+
+/**
+ * Calls the start-up of `hallpass -- true` does not make, in their own table: every symbol costs ~0.3 ms when
+ * its table is opened (Deno builds a fast-call trampoline for each).
+ */
+const MORE_SYMBOLS = {
+  ioctl_n: { name: "ioctl", parameters: ["i32", "u64", "u64"], result: "i32" },
+  read: { parameters: ["i32", "buffer", "usize"], result: "isize" }, // ssize_t read(int, void *, size_t)
+  write: { parameters: ["i32", "buffer", "usize"], result: "isize" }, // ssize_t write(int, const void *, size_t)
+  // ssize_t process_vm_readv(pid_t, const struct iovec *local, unsigned long, const struct iovec *remote, unsigned long, unsigned long)
+  process_vm_readv: { parameters: ["i32", "buffer", "u64", "buffer", "u64", "u64"], result: "isize" },
+  memfd_create: { parameters: ["buffer", "u32"], result: "i32" }, // int memfd_create(const char *, unsigned)
+  getpid: { parameters: [], result: "i32" },
+  pipe2: { parameters: ["buffer", "i32"], result: "i32" }, // int pipe2(int fds[2], int flags)
 } as const satisfies Deno.ForeignLibraryInterface;
 
 /**
@@ -63,7 +70,15 @@ const FS_SYMBOLS = {
 
 type Lib = Deno.DynamicLibrary<typeof SYMBOLS>["symbols"];
 type FsLib = Deno.DynamicLibrary<typeof FS_SYMBOLS>["symbols"];
+type MoreLib = Deno.DynamicLibrary<typeof MORE_SYMBOLS>["symbols"];
 let lib: Lib | null = null;
+let moreLib: MoreLib | null = null;
+
+/** The rest of libc's calls (MORE_SYMBOLS); errno() reads their errno as well. */
+export function libcMore(): MoreLib {
+  if (moreLib === null) moreLib = Deno.dlopen("libc.so.6", MORE_SYMBOLS).symbols;
+  return moreLib;
+}
 let fsLib: FsLib | null = null;
 
 export function fslib(): FsLib {
@@ -173,13 +188,13 @@ export function close(fd: number): void {
 }
 
 export function memfdCreate(name: string, flags: number): number {
-  return check("memfd_create", libc().memfd_create(cstr(name), flags));
+  return check("memfd_create", libcMore().memfd_create(cstr(name), flags));
 }
 
 export function writeAll(fd: number, data: Uint8Array<ArrayBuffer>): void {
   let off = 0;
   while (off < data.length) {
-    const n = check("write", libc().write(fd, data.subarray(off), BigInt(data.length - off)));
+    const n = check("write", libcMore().write(fd, data.subarray(off), BigInt(data.length - off)));
     off += n;
   }
 }
@@ -320,7 +335,7 @@ export function readlink(p: string): string | number {
 /** pipe2(O_CLOEXEC): [read end, write end]. */
 export function pipe(): [number, number] {
   const fds = new Int32Array(32);
-  check("pipe2", libc().pipe2(new Uint8Array(fds.buffer), 0o2000000));
+  check("pipe2", libcMore().pipe2(new Uint8Array(fds.buffer), 0o2000000));
   return [fds[0], fds[1]];
 }
 

@@ -7,7 +7,7 @@
  * Buffers are allocated once per NotifyFd and reused: the receive loop allocates nothing per call.
  */
 import { SysError } from "./errors.ts";
-import { errno, libc, ptrOf, SYS, sys } from "./libc.ts";
+import { errno, libc, libcMore, ptrOf, SYS, sys } from "./libc.ts";
 
 export const NOTIF_SIZE = 80;
 export const RESP_SIZE = 24;
@@ -78,7 +78,7 @@ export class NotifyFd {
 
   /** Lower wake-up latency (Linux 6.6+); harmless to fail. */
   trySyncWakeup(): boolean {
-    return libc().ioctl_n(this.#fd, IOCTL.SET_FLAGS, BigInt(USER_NOTIF_FD_SYNC_WAKE_UP)) === 0;
+    return libcMore().ioctl_n(this.#fd, IOCTL.SET_FLAGS, BigInt(USER_NOTIF_FD_SYNC_WAKE_UP)) === 0;
   }
 
   /** Receives one notification; null when it vanished (the thread died: ENOENT) or was interrupted. */
@@ -215,7 +215,7 @@ export class NotifyFd {
     this.#lv.setBigUint64(8, BigInt(len), true);
     this.#rrv.setBigUint64(0, addr, true);
     this.#rrv.setBigUint64(8, BigInt(len), true);
-    const r = Number(libc().process_vm_readv(tid, this.#liov, 1n, this.#riov, 1n, 0n));
+    const r = Number(libcMore().process_vm_readv(tid, this.#liov, 1n, this.#riov, 1n, 0n));
     return r < 0 ? -errno() : r;
   }
 }

@@ -7,7 +7,7 @@
  * help, having counted every message it posted (`posted`).
  */
 /// <reference lib="deno.worker" />
-import { libc, Poller } from "../../ffi/libc.ts";
+import { libcMore, Poller } from "../../ffi/libc.ts";
 import { type Notification, NotifyFd } from "../../ffi/notify.ts";
 import { Mediator } from "./mediator.ts";
 import { FastPath, SERVE } from "../../ffi/fastpath.ts";
@@ -134,7 +134,7 @@ async function main(): Promise<void> {
         if (poller.revents(wakeAt + 1 + i)) m.net.complete(connecting[i]);
       }
       if (poller.revents(wakeAt)) {
-        const got = Number(libc().read(cfg.wakeFd, drain, 128n));
+        const got = Number(libcMore().read(cfg.wakeFd, drain, 128n));
         if (got > 0) announced += got;
         // Let the announced messages be delivered (the main thread posts before it writes the pipe).
         for (let i = 0; i < 1000 && received < announced; i++) await new Promise((r) => setTimeout(r, 0));
