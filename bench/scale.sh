@@ -14,7 +14,7 @@ FLOOR=$ROOT/bench/build/floor_supervisor
 HP=${HALLPASS:-$ROOT/hallpass}
 BASE=$(mktemp -d /dev/shm/hallpass-scale.XXXXXX)
 trap 'rm -rf "$BASE"' EXIT
-export XDG_CONFIG_HOME=$BASE/xdg PATH=/usr/local/bin:/usr/bin:/bin
+export XDG_CONFIG_HOME=$BASE/xdg XDG_CACHE_HOME=$BASE/xdg-cache PATH=/usr/local/bin:/usr/bin:/bin
 TOTAL=20000
 
 run() { # variant mode count -> seconds

@@ -31,14 +31,12 @@ const SYMBOLS = {
  * its table is opened (Deno builds a fast-call trampoline for each).
  */
 const MORE_SYMBOLS = {
-  ioctl_n: { name: "ioctl", parameters: ["i32", "u64", "u64"], result: "i32" },
   read: { parameters: ["i32", "buffer", "usize"], result: "isize" }, // ssize_t read(int, void *, size_t)
   write: { parameters: ["i32", "buffer", "usize"], result: "isize" }, // ssize_t write(int, const void *, size_t)
   // ssize_t process_vm_readv(pid_t, const struct iovec *local, unsigned long, const struct iovec *remote, unsigned long, unsigned long)
   process_vm_readv: { parameters: ["i32", "buffer", "u64", "buffer", "u64", "u64"], result: "isize" },
   memfd_create: { parameters: ["buffer", "u32"], result: "i32" }, // int memfd_create(const char *, unsigned)
   getpid: { parameters: [], result: "i32" },
-  pipe2: { parameters: ["buffer", "i32"], result: "i32" }, // int pipe2(int fds[2], int flags)
 } as const satisfies Deno.ForeignLibraryInterface;
 
 /**
@@ -168,6 +166,8 @@ export const SYS = {
   seccomp: 317,
   memfd_create: 319,
   process_vm_readv: 310,
+  ioctl: 16,
+  pipe2: 293,
   waitid: 247,
   pidfd_send_signal: 424,
   pidfd_open: 434,
@@ -335,7 +335,8 @@ export function readlink(p: string): string | number {
 /** pipe2(O_CLOEXEC): [read end, write end]. */
 export function pipe(): [number, number] {
   const fds = new Int32Array(32);
-  check("pipe2", libcMore().pipe2(new Uint8Array(fds.buffer), 0o2000000));
+  const r = sys(SYS.pipe2, ptrOf(new Uint8Array(fds.buffer)), 0o2000000); // (no second table at start-up)
+  if (r < 0) throw new SysError("pipe2", -r);
   return [fds[0], fds[1]];
 }
 

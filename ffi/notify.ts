@@ -78,7 +78,7 @@ export class NotifyFd {
 
   /** Lower wake-up latency (Linux 6.6+); harmless to fail. */
   trySyncWakeup(): boolean {
-    return libcMore().ioctl_n(this.#fd, IOCTL.SET_FLAGS, BigInt(USER_NOTIF_FD_SYNC_WAKE_UP)) === 0;
+    return sys(SYS.ioctl, this.#fd, IOCTL.SET_FLAGS, USER_NOTIF_FD_SYNC_WAKE_UP) === 0;
   }
 
   /** Receives one notification; null when it vanished (the thread died: ENOENT) or was interrupted. */
