@@ -97,6 +97,10 @@ struct hp_fast {
 	} cwd[CWD_CACHE];
 	unsigned cwd_gen;
 	long long cwd_changed_at;
+	/* The last directory checked, kept open for the next call in it (readlinkat of one name, not a path walk) */
+	int last_dfd;
+	long long last_at;
+	char last_dir[DIR_PATH_MAX];
 	int pidfd; /* of thread pidfd_tid, kept for the next metadata call */
 	pid_t pidfd_tid;
 	unsigned long long continued;
@@ -107,7 +111,7 @@ struct hp_fast {
 
 void *hp_fast_new(void) {
 	struct hp_fast *h = calloc(1, sizeof(struct hp_fast));
-	if (h) h->pidfd = -1;
+	if (h) h->pidfd = h->last_dfd = -1;
 	return h;
 }
 
@@ -123,6 +127,7 @@ void hp_fast_free(void *p) {
 	clear_list(&h->exec);
 	clear_list(&h->files);
 	if (h->pidfd >= 0) close(h->pidfd);
+	if (h->last_dfd >= 0) close(h->last_dfd);
 	free(h);
 }
 
@@ -137,7 +142,11 @@ int hp_fast_set_list(void *p, int which, const char *paths, int len) {
 	struct roots *r = which == LIST_WRITE ? &h->write : which == LIST_EXEC ? &h->exec : which == LIST_FILES ? &h->files : NULL;
 	if (!r) return -EINVAL;
 	clear_list(r);
-	if (which == LIST_WRITE) memset(h->cache, 0, sizeof h->cache);
+	if (which == LIST_WRITE) {
+		memset(h->cache, 0, sizeof h->cache);
+		if (h->last_dfd >= 0) close(h->last_dfd);
+		h->last_dfd = -1;
+	}
 	int off = 0;
 	while (off < len) {
 		const char *s = paths + off;
@@ -180,6 +189,8 @@ static int read_path(pid_t tid, uint64_t addr, char *buf, size_t max) {
 	while (got < max) {
 		uint64_t a = addr + got;
 		size_t chunk = 4096 - (size_t)(a & 4095);
+		/* Most paths are short: the first read copies at most 256 bytes (not the rest of the page). */
+		if (got == 0 && chunk > 256) chunk = 256;
 		if (chunk > max - got) chunk = max - got;
 		struct iovec local = {buf + got, chunk}, remote = {(void *)(uintptr_t)a, chunk};
 		ssize_t n = process_vm_readv(tid, &local, 1, &remote, 1, 0);
@@ -324,11 +335,21 @@ static int in_floor_at(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, i
 		ssize_t r;
 		if (dfd >= 0) {
 			r = readlinkat(dfd, name, target, sizeof target);
+		} else if (h->last_dfd >= 0 && t - h->last_at < DIR_CACHE_NS && strcmp(h->last_dir, dir) == 0) {
+			r = readlinkat(h->last_dfd, name, target, sizeof target);
 		} else {
 			*slash = '/';
 			r = readlink(full, target, sizeof target);
 		}
 		if (r >= 0 || (errno != EINVAL && errno != ENOENT)) ok = 0; /* a symlink: followed where? ask */
+	}
+	if (dfd >= 0 && !dfd_out && strlen(dir) < DIR_PATH_MAX) {
+		/* keep it for the next call in this directory (as stale, at worst, as the directory cache) */
+		if (h->last_dfd >= 0) close(h->last_dfd);
+		h->last_dfd = dfd;
+		h->last_at = t;
+		strcpy(h->last_dir, dir);
+		return ok;
 	}
 	if (ok && dfd_out) {
 		size_t nl = strlen(name);
