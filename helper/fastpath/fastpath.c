@@ -21,8 +21,9 @@
  * them: on our own copy of the program's fd (pidfd_getfd), whose canonical path the kernel gives, or through
  * the directory opened above and checked, never following the last component. The file acted on is the file
  * checked.
- * chdir and fchdir are trapped too, only so that the kept working directories can be forgotten; they are
- * always continued.
+ * Programs of the allowed exec trees are run (exec_fast()); binds of anything but a unix socket path are
+ * continued, as the mediator does. chdir and fchdir are trapped too, only so that the kept working
+ * directories can be forgotten; they are always continued.
  * The mediator sets no roots while it logs every decision (--log), in a container (no floor), or when the
  * library is missing; then everything goes to it, as before.
  *
@@ -40,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -305,6 +307,12 @@ static int in_floor_at(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, i
 		if (fd < 0) return 0;
 		close(fd);
 		return 1;
+	}
+	if (!dfd_out) {
+		/* A root itself (`mkdir -p` of the project): the mediator continues it too (EEXIST from the kernel) */
+		for (int i = 0; i < h->write.n; i++) {
+			if (len == h->write.len[i] && memcmp(full, h->write.path[i], len) == 0) return 1;
+		}
 	}
 	char *slash = strrchr(full, '/');
 	size_t dirlen = slash == full ? 1 : (size_t)(slash - full);
@@ -661,6 +669,16 @@ static int classify(struct hp_fast *h, const struct seccomp_notif *n) {
 	const __u64 *a = n->data.args;
 	pid_t tid = (pid_t)n->pid;
 	switch (n->data.nr) {
+	case SYS_bind: {
+		/*
+		 * Only a unix socket's path is a write (the mediator decides those); any other family, or an abstract
+		 * name, is continued, as the mediator does — also when the address cannot be read.
+		 */
+		size_t len = (size_t)(a[2] & 0xffffffffu);
+		unsigned char sa[3];
+		if (len < 3 || len > 110 || read_mem(tid, a[1], sa, sizeof sa) < 0) return 1;
+		return (sa[0] | sa[1] << 8) != AF_UNIX || sa[2] == 0;
+	}
 	case SYS_chdir:
 	case SYS_fchdir:
 		/* Trapped only to be seen: every kept working directory may be stale now. Always continued. */
