@@ -47,7 +47,7 @@ build/hallpass-launcher: helper/launcher/launcher.c
 	@strip $@ 2>/dev/null || true
 
 # The seccomp filter, compiled once here (lib/filter_build.ts): hallpass reads it instead of compiling at start-up.
-build/filter.bpf: lib/filter_plan.ts lib/syscall_table.ts lib/filter_build.ts ffi/seccomp.ts helper/bpf/prebuild.ts | deno
+build/filter.bpf: lib/filter_plan.ts lib/syscall_table.ts lib/filter_build.ts lib/filter_files.ts ffi/seccomp.ts helper/bpf/prebuild.ts | deno
 	@mkdir -p build
 	$(DENO) run --quiet --allow-all --no-prompt --cached-only helper/bpf/prebuild.ts build >/dev/null
 

@@ -24,15 +24,4 @@ export function compiledRules(mediateConnect: boolean): CompiledRule[] {
   }));
 }
 
-/** The prebuilt program's file name in build/. */
-export function prebuiltFilterName(mediateConnect: boolean): string {
-  return mediateConnect ? "filter-connect.bpf" : "filter.bpf";
-}
-
-/** The sources the program is made from: a prebuilt program older than any of them is stale. */
-export const FILTER_SOURCES = [
-  "lib/filter_plan.ts",
-  "lib/syscall_table.ts",
-  "lib/filter_build.ts",
-  "ffi/seccomp.ts",
-];
+export { FILTER_SOURCES, prebuiltFilterName } from "./filter_files.ts";

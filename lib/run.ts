@@ -21,14 +21,12 @@ import {
 } from "../ffi/libc.ts";
 import { createRuleset, landlockAbi } from "../ffi/landlock.ts";
 import { spawn, type Spawned } from "../ffi/spawn.ts";
-import { compileFilter } from "../ffi/seccomp.ts";
-import { BAD_ARCH_ACTION, compiledRules, FILTER_SOURCES, prebuiltFilterName } from "./filter_build.ts";
+import { FILTER_SOURCES, prebuiltFilterName } from "./filter_files.ts";
 import { getRemoteFd, NotifyFd, userNotifAvailable } from "../ffi/notify.ts";
 import type { CliOptions } from "./cli.ts";
 import { landlockPlan, type Plan } from "./plan.ts";
 import type { AskBackend } from "./types.ts";
 import { NoAsk } from "./ask/no_ask.ts";
-import { AskProgram } from "./ask/ask_program.ts";
 import { Summary } from "./summary.ts";
 import { SupervisorHost } from "./supervisor/host.ts";
 import type { PtySession } from "./ui/terminal.ts";
@@ -91,7 +89,7 @@ function bundledFile(name: string, mode: number): string {
  * The BPF program for the launcher, as an fd it reads: the one `make` prebuilt for exactly this plan
  * (lib/filter_build.ts), else compiled now with libseccomp into a memfd.
  */
-function filterFd(opts: CliOptions): number {
+async function filterFd(opts: CliOptions): Promise<number> {
   const name = prebuiltFilterName(opts.mediate.connect);
   try {
     const built = Deno.statSync(new URL(`../build/${name}`, import.meta.url)).mtime;
@@ -105,6 +103,10 @@ function filterFd(opts: CliOptions): number {
   } catch {
     // not prebuilt: compile it
   }
+  const [{ compileFilter }, { BAD_ARCH_ACTION, compiledRules }] = await Promise.all([
+    import("../ffi/seccomp.ts"),
+    import("./filter_build.ts"),
+  ]);
   return compileFilter(compiledRules(opts.mediate.connect), BAD_ARCH_ACTION).memfd;
 }
 
@@ -176,6 +178,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
 
   let backend: AskBackend;
   if (opts.askProgram) {
+    const { AskProgram } = await import("./ask/ask_program.ts");
     backend = new AskProgram(opts.askProgram, { timeoutMs: opts.askTimeoutMs, warn });
   } else if (interactive && !opts.noAsk) {
     const { PtySession, TerminalAsk } = await import("./ui/terminal.ts");
@@ -187,7 +190,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
 
   // --- kernel objects, and the launcher
   const ruleset = createRuleset(landlockPlan(plan, abi, opts.mediate.connect), abi);
-  const bpf = filterFd(opts);
+  const bpf = await filterFd(opts);
   const [mySock, childSock] = seqpacketPair();
   setCloexec(childSock, false);
   try {
