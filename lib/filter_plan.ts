@@ -111,6 +111,10 @@ export function filterPlan(opts: FilterOptions): FilterEntry[] {
   }]);
   refuse("clone3", ENOSYS, "its flags live in a struct the filter cannot read; libc falls back to clone");
   refuse("setns", EPERM, "entering other namespaces");
+  // The supervisor reads a path from the real root (or, in a container, the process's own); after a chroot a
+  // root-run program's paths would name other files than the ones decided (an exec of /usr/bin/x would run
+  // the jail's copy, which the sandbox wrote).
+  refuse("chroot", EPERM, "a new root would make paths name other files than the ones decided");
   // userfaultfd could stall the supervisor's reads of the sandbox's memory.
   refuse("userfaultfd", EPERM, "could stall the supervisor while it reads arguments");
   return plan;

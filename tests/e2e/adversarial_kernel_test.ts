@@ -232,3 +232,31 @@ Deno.test("supervisor killed with SIGKILL: every sandboxed process dies, a setsi
     await s.cleanup();
   }
 });
+
+// The supervisor reads every path from the real root. After a chroot into a directory the sandbox wrote, a
+// root-run program's "/usr/bin/x" would be the jail's copy while the decision was about the system's: chroot is
+// refused by the filter. (As root, the control shows the kernel would allow it.)
+Deno.test("chroot is refused: paths always name the files that were decided", async () => {
+  const s = await scratch();
+  try {
+    await Deno.mkdir(`${s.project}/jail`);
+    const script = "import os, sys\ntry:\n    os.chroot(sys.argv[1]); print('chroot OK')\n" +
+      "except OSError as e:\n    print('chroot errno', e.errno)";
+    const r = await hallpass(
+      ["--no-ask", "-q", "--", "/usr/bin/python3", "-c", script, `${s.project}/jail`],
+      {
+        cwd: s.project,
+      },
+    );
+    assertEquals(r.stdout.trim(), "chroot errno 1", r.stderr);
+    if (isRoot()) {
+      const ctl = await new Deno.Command("/usr/bin/python3", {
+        args: ["-c", script, `${s.project}/jail`],
+        stdout: "piped",
+      }).output();
+      assertEquals(new TextDecoder().decode(ctl.stdout).trim(), "chroot OK");
+    }
+  } finally {
+    await s.cleanup();
+  }
+});
