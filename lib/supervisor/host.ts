@@ -223,23 +223,25 @@ export class SupervisorHost {
   }
 
   /**
-   * After the sandbox is gone: receive every message the Worker posted (it counts them), then stop it. The
-   * Worker may be waiting in RECV for a notification that can no longer come, so it is not asked to help.
+   * The common start of halt() and stop(): no new questions, pending ones withdrawn, the main thread's fast
+   * path stopped. The Worker, or null when none runs (the wake pipe is then closed: nothing reads it).
    */
+  async #quiesce(): Promise<Worker | null> {
+    this.#closing = true;
+    for (const ac of this.#aborts.values()) ac.abort();
+    await this.#stopHere();
+    if (!this.#worker) this.#closePipe();
+    return this.#worker;
+  }
+
   /**
    * Stops mediating while the sandbox goes on (the agent hands the listener to its successor): the Worker leaves
    * its loop between notifications and denies what was waiting for an answer (EACCES); its copy of the
    * listener is then the owner's to close. Resolves with whether it stopped in time.
    */
   async halt(timeoutMs = 5000): Promise<boolean> {
-    this.#closing = true;
-    for (const ac of this.#aborts.values()) ac.abort();
-    await this.#stopHere();
-    const w = this.#worker;
-    if (!w) {
-      this.#closePipe();
-      return true;
-    }
+    const w = await this.#quiesce();
+    if (!w) return true;
     if (this.#workerDone) {
       this.#worker = null;
       w.terminate();
@@ -262,15 +264,13 @@ export class SupervisorHost {
     return ok;
   }
 
+  /**
+   * After the sandbox is gone: receive every message the Worker posted (it counts them), then stop it. The
+   * Worker may be waiting in RECV for a notification that can no longer come, so it is not asked to help.
+   */
   async stop(): Promise<void> {
-    this.#closing = true;
-    for (const ac of this.#aborts.values()) ac.abort();
-    await this.#stopHere();
-    const w = this.#worker;
-    if (!w) {
-      this.#closePipe();
-      return;
-    }
+    const w = await this.#quiesce();
+    if (!w) return;
     const state = new Int32Array(this.#posted);
     for (
       let waited = 0;
