@@ -19,6 +19,7 @@ import { displayWidth, truncateEnd, visible } from "../ui/sanitize.ts";
 import { formatDuration } from "../duration.ts";
 import { getTermios, getWinSize, isatty, makeRaw, readWhenReady, setTermios } from "../../ffi/pty.ts";
 import { DEFAULT_FOR_MS, loadTokens, podLabel } from "./answer_service.ts";
+import { ProcessHooks } from "../ui/process_hooks.ts";
 
 /** Options of {@linkcode answerMain}: the agent's URL and the token, given or in a file. */
 export interface AnswerOptions {
@@ -274,8 +275,7 @@ class AnswerTui {
   #fatal: string | null = null;
   #saved: ReturnType<typeof getTermios> | null = null;
   #restored = false;
-  #listeners: [Deno.Signal, () => void][] = [];
-  readonly #onError = () => this.restore();
+  readonly #hooks = new ProcessHooks();
 
   #questions: RemoteQuestion[] = [];
   /** Answered here; hidden until the agent's list drops them. */
@@ -299,11 +299,9 @@ class AnswerTui {
   async run(): Promise<number> {
     this.#saved = getTermios(0);
     setTermios(0, makeRaw(this.#saved));
-    globalThis.addEventListener("unload", this.#onError);
-    globalThis.addEventListener("error", this.#onError);
-    globalThis.addEventListener("unhandledrejection", this.#onError);
-    for (const sig of SIGNALS) this.#listen(sig, () => this.#stop(0));
-    this.#listen("SIGWINCH", () => this.#draw());
+    this.#hooks.onFatal(() => this.restore());
+    for (const sig of SIGNALS) this.#hooks.onSignal(sig, () => this.#stop(0));
+    this.#hooks.onSignal("SIGWINCH", () => this.#draw());
     writeOut("\x1b[?1049h\x1b[?25l\x1b[H\x1b[2J"); // the alternate screen, no cursor
     this.#draw();
     const tick = setInterval(() => this.#bar && this.#draw(), 1000);
@@ -329,20 +327,7 @@ class AnswerTui {
         setTermios(0, this.#saved);
       } catch { /* not a terminal any more */ }
     }
-    for (const [sig, fn] of this.#listeners) {
-      try {
-        Deno.removeSignalListener(sig, fn);
-      } catch { /* ignore */ }
-    }
-    this.#listeners = [];
-    globalThis.removeEventListener("unload", this.#onError);
-    globalThis.removeEventListener("error", this.#onError);
-    globalThis.removeEventListener("unhandledrejection", this.#onError);
-  }
-
-  #listen(sig: Deno.Signal, fn: () => void): void {
-    Deno.addSignalListener(sig, fn);
-    this.#listeners.push([sig, fn]);
+    this.#hooks.removeAll();
   }
 
   #stop(code: number, fatal?: string): void {

@@ -43,6 +43,7 @@ import {
 import { type BarStyle, handleKey, initialScopeIndex, layout, splitKeys } from "./prompt_bar.ts";
 import { type BarState } from "./prompt_bar.ts";
 import { ScreenGate, ScreenMirror, type TerminalWrite } from "./screen.ts";
+import { ProcessHooks } from "./process_hooks.ts";
 
 /** What a bar needs from whoever owns the terminal. {@linkcode PtySession} is one; tests use a fake. */
 export interface BarHost {
@@ -104,9 +105,8 @@ export class PtySession implements BarHost {
   readonly #stop = new AbortController();
   #outputDone: Promise<void> = Promise.resolve();
   #inputDone: Promise<void> = Promise.resolve();
-  #listeners: [Deno.Signal, () => void][] = [];
+  readonly #hooks = new ProcessHooks();
   readonly #opts: PtySessionOptions;
-  readonly #onError = () => this.restore();
   readonly #decoder = new TextDecoder();
   /** Resolves once the real terminal reported where its cursor is (or did not in time). */
   #cursorKnown: Promise<void> = Promise.resolve();
@@ -180,13 +180,11 @@ export class PtySession implements BarHost {
       this.#saved = getTermios(0);
       setTermios(0, makeRaw(this.#saved));
     }
-    globalThis.addEventListener("unload", this.#onError);
-    globalThis.addEventListener("error", this.#onError);
-    globalThis.addEventListener("unhandledrejection", this.#onError);
+    this.#hooks.onFatal(() => this.restore());
     if (isatty(0) && isatty(1)) this.#askCursor();
-    this.#listen("SIGWINCH", () => this.#resized());
+    this.#hooks.onSignal("SIGWINCH", () => this.#resized());
     for (const sig of Object.keys(SIGNALS) as ExitSignal[]) {
-      this.#listen(sig, () => {
+      this.#hooks.onSignal(sig, () => {
         this.restore();
         if (this.#opts.onSignal) this.#opts.onSignal(sig);
         else Deno.exit(128 + SIGNALS[sig]);
@@ -242,11 +240,6 @@ export class PtySession implements BarHost {
     out.set(chunk.subarray(0, m.index));
     out.set(chunk.subarray(m.index + m[0].length), m.index);
     return out;
-  }
-
-  #listen(sig: Deno.Signal, fn: () => void): void {
-    Deno.addSignalListener(sig, fn);
-    this.#listeners.push([sig, fn]);
   }
 
   #resized(): void {
@@ -340,15 +333,7 @@ export class PtySession implements BarHost {
         setTermios(0, this.#saved);
       } catch { /* nothing more we can do */ }
     }
-    for (const [sig, fn] of this.#listeners) {
-      try {
-        Deno.removeSignalListener(sig, fn);
-      } catch { /* ignore */ }
-    }
-    this.#listeners = [];
-    globalThis.removeEventListener("unload", this.#onError);
-    globalThis.removeEventListener("error", this.#onError);
-    globalThis.removeEventListener("unhandledrejection", this.#onError);
+    this.#hooks.removeAll();
   }
 }
 
