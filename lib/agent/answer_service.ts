@@ -59,8 +59,26 @@ export const DEFAULT_FOR_MS = 5 * 60_000;
 const ANSWER_KINDS: readonly AnswerKind[] = ["once", "for", "always", "deny", "never"];
 const NO_CONTAINER: ContainerIdentity = { namespace: "", pod: "", container: "", id: "" };
 
-/** A pending question as the API lists it (`GET /api/questions`). */
-export interface ListedQuestion {
+/**
+ * A pending question as the API lists it (`GET /api/questions`): the question's own fields (lib/types.ts
+ * documents them), with the service's id, times and state, and the texts made safe to show.
+ */
+export interface ListedQuestion extends
+  Pick<
+    Question,
+    | "pid"
+    | "name"
+    | "op"
+    | "target"
+    | "argv"
+    | "syscall"
+    | "chain"
+    | "suggestedScope"
+    | "scopes"
+    | "reason"
+    | "warning"
+    | "requestedForMs"
+  > {
   /** The service's id for it: stays the same when the kernel re-sends the call (see the module doc). */
   id: number;
   /** When it was first asked and when it will be denied (ms since the epoch, the agent's clock). */
@@ -69,18 +87,6 @@ export interface ListedQuestion {
   /** False while it is withdrawn (no process waits on it) and kept for the kernel's re-sent call. */
   waiting: boolean;
   container: ContainerIdentity;
-  pid: number;
-  name: string;
-  op: Question["op"];
-  target: string;
-  argv?: string[];
-  syscall: string;
-  chain: string[];
-  suggestedScope: string;
-  scopes: string[];
-  reason?: string;
-  warning?: string;
-  requestedForMs?: number;
   /** The same texts made safe to display (control characters and bidi controls made visible). */
   shown: {
     pod: string;
