@@ -4,8 +4,9 @@
  * line, an unreachable agent, a refused token, and `q` giving the terminal back as it was.
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { AnswerService } from "../../lib/agent/answer_service.ts";
-import type { Answer, Question } from "../../lib/types.ts";
+import type { AnswerService } from "../../lib/agent/answer_service.ts";
+import { podQuestion, startService } from "./answer_fixture.ts";
+import type { Answer } from "../../lib/types.ts";
 import { HALLPASS, haveTmux, q, sleep, Tmux, withPane } from "./tmux.ts";
 
 const ignore = !haveTmux();
@@ -13,39 +14,12 @@ const TOKEN = "carol-0123456789abcdefXYZ";
 /** `hallpass answer`, run from source as the pane's `hp` is. */
 const ENTRY = `${HALLPASS} answer`;
 
-function question(over: Partial<Question> = {}): Question {
-  return {
-    id: 1,
-    op: "write",
-    pid: 4242,
-    name: "npm",
-    target: "/home/app/.npm/_cacache/tmp/x",
-    syscall: "openat",
-    chain: ["npm install", "sh -c npm install"],
-    suggestedScope: "/home/app/.npm/_cacache/**",
-    scopes: [
-      "/home/app/.npm/_cacache/tmp/x",
-      "/home/app/.npm/_cacache/**",
-      "/home/app/.npm/**",
-      "/home/app/**",
-    ],
-    container: { namespace: "shop", pod: "web-7d9f", container: "builder", id: "c0ffee" },
-    ...over,
-  };
-}
-
 /** A service, a token file for "carol", and a pane running `hallpass answer` (then `stty -a` into a file). */
 async function withAnswer(
   fn: (t: Tmux, svc: AnswerService) => Promise<void>,
   o: { agent?: string; token?: string } = {},
 ): Promise<void> {
-  const svc = await AnswerService.start({
-    listen: "127.0.0.1:0",
-    tokens: new Map([[TOKEN, "carol"]]),
-    timeoutMs: 60_000,
-    logPath: null,
-    warn: () => {},
-  });
+  const svc = await startService(TOKEN, "carol");
   const dir = await Deno.makeTempDir({ prefix: "hallpass-answer-tty-" });
   try {
     await Deno.writeTextFile(`${dir}/token`, `carol ${o.token ?? TOKEN}\n`, { mode: 0o600 });
@@ -89,7 +63,7 @@ Deno.test(
     await withAnswer(async (t, svc) => {
       await t.waitText("hallpass answer: connected to http://127.0.0.1:");
       await t.waitText("no questions");
-      const asked = svc.backend().ask(question(), new AbortController().signal);
+      const asked = svc.backend().ask(podQuestion(), new AbortController().signal);
       const s = await t.waitBar();
       const lines = bar(s);
       assertEquals(lines.length, 6, s);
@@ -126,11 +100,11 @@ Deno.test(
       const ask = svc.backend();
       const s1 = new AbortController().signal;
       const first = ask.ask(
-        question({ pid: 10, name: "x\x1b[2Jevil", target: "/home/app/.npm/a\x1b]0;t\x07" }),
+        podQuestion({ pid: 10, name: "x\x1b[2Jevil", target: "/home/app/.npm/a\x1b]0;t\x07" }),
         s1,
       );
       const second = ask.ask(
-        question({
+        podQuestion({
           pid: 11,
           op: "exec",
           target: "/tmp/build/run.sh",
@@ -172,7 +146,7 @@ Deno.test({
 }, async () => {
   await withAnswer(async (t, svc) => {
     await t.waitText("no questions");
-    const asked = svc.backend().ask(question(), new AbortController().signal);
+    const asked = svc.backend().ask(podQuestion(), new AbortController().signal);
     await t.waitBar();
     const port = svc.address.port;
     const list = await (await fetch(`http://127.0.0.1:${port}/api/questions`, {

@@ -8,32 +8,11 @@
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
-import { AnswerService } from "../../lib/agent/answer_service.ts";
-import type { Question } from "../../lib/types.ts";
+import type { AnswerService } from "../../lib/agent/answer_service.ts";
+import { podQuestion, startService } from "./answer_fixture.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const TOKEN = "dave-0123456789abcdefXYZ";
-
-function question(over: Partial<Question> = {}): Question {
-  return {
-    id: 1,
-    op: "write",
-    pid: 4242,
-    name: "npm",
-    target: "/home/app/.npm/_cacache/tmp/x",
-    syscall: "openat",
-    chain: ["npm install", "sh -c npm install"],
-    suggestedScope: "/home/app/.npm/_cacache/**",
-    scopes: [
-      "/home/app/.npm/_cacache/tmp/x",
-      "/home/app/.npm/_cacache/**",
-      "/home/app/.npm/**",
-      "/home/app/**",
-    ],
-    container: { namespace: "shop", pod: "web-7d9f", container: "builder", id: "c0ffee" },
-    ...over,
-  };
-}
 
 function haveChromium(): boolean {
   try {
@@ -57,13 +36,7 @@ async function withPage(fn: (c: Ctx) => Promise<void>): Promise<void> {
   if (!haveChromium()) {
     throw new Error(`${CHROMIUM} is not installed: run \`make deps\` (or apt-get install -y chromium)`);
   }
-  const svc = await AnswerService.start({
-    listen: "127.0.0.1:0",
-    tokens: new Map([[TOKEN, "dave"]]),
-    timeoutMs: 60_000,
-    logPath: null,
-    warn: () => {},
-  });
+  const svc = await startService(TOKEN, "dave");
   const profile = await Deno.makeTempDir({ prefix: "hallpass-chromium-" });
   let browser: Browser | null = null;
   try {
@@ -97,7 +70,7 @@ Deno.test("web page: the question with pod, container and target; allow once ans
     const ask = svc.backend();
     const hostile = "/tmp/<script>window.pwned=1</script><img src=x onerror=window.pwned=2>\x1b[2J\u202Eexe";
     const first = ask.ask(
-      question({ target: hostile, reason: "<b>trust me</b>" }),
+      podQuestion({ target: hostile, reason: "<b>trust me</b>" }),
       new AbortController().signal,
     );
     await page.goto(`${base}/#token=${TOKEN}`);
@@ -124,7 +97,7 @@ Deno.test("web page: the question with pod, container and target; allow once ans
     assert(requests.some((u) => u.includes("/api/questions?wait=")), "it long-polls");
     assertEquals(
       await page.$$eval(".q select.scope option", (o) => o.map((x) => x.textContent)),
-      question().scopes,
+      podQuestion().scopes,
     );
     assertEquals(
       await page.$eval(".q select.scope", (s) => (s as unknown as { selectedIndex: number }).selectedIndex),
@@ -138,7 +111,7 @@ Deno.test("web page: the question with pod, container and target; allow once ans
 
     // A new question while the page is open appears without a reload (long-poll); a wider scope, then never.
     const second = ask.ask(
-      question({ pid: 77, container: { namespace: "ci", pod: "job-1", container: "runner", id: "beef" } }),
+      podQuestion({ pid: 77, container: { namespace: "ci", pod: "job-1", container: "runner", id: "beef" } }),
       new AbortController().signal,
     );
     await page.waitForSelector(".q[data-id]", { timeout: 10_000 });
@@ -152,7 +125,7 @@ Deno.test("web page: the question with pod, container and target; allow once ans
 
 Deno.test("web page: without a token it says a token is needed and asks the server for nothing", async () => {
   await withPage(async ({ svc, base, page, requests }) => {
-    const pending = svc.backend().ask(question(), new AbortController().signal);
+    const pending = svc.backend().ask(podQuestion(), new AbortController().signal);
     await page.goto(`${base}/`);
     await page.waitForSelector('body[data-state="token-needed"]', { timeout: 15_000 });
     assert((await text(page, "#needed")).startsWith("Token needed"));
