@@ -2,7 +2,7 @@
  * The filter plan (filter_plan.ts) as libseccomp rules, and the BPF programs `make` prebuilds from it
  * (helper/bpf/prebuild.ts → build/filter.bpf, build/filter-connect.bpf): hallpass reads one at start-up
  * instead of loading libseccomp and compiling (~4-6 ms). Running from the sources, a prebuilt program older
- * than any of FILTER_SOURCES is not used (the plan may have changed since `make`): it is compiled instead.
+ * than any of FILTER_SOURCES (lib/filter_files.ts) is not used (the plan may have changed since `make`): it is compiled instead.
  * tests/filter_prebuilt_test.ts checks that the prebuilt bytes are what libseccomp compiles now.
  */
 import { ACT, CMP, type CompiledRule } from "../ffi/seccomp.ts";
@@ -23,5 +23,3 @@ export function compiledRules(mediateConnect: boolean): CompiledRule[] {
     })),
   }));
 }
-
-export { FILTER_SOURCES, prebuiltFilterName } from "./filter_files.ts";

@@ -6,7 +6,8 @@
 import assert from "node:assert/strict";
 import { compileFilter } from "../ffi/seccomp.ts";
 import { close } from "../ffi/libc.ts";
-import { BAD_ARCH_ACTION, compiledRules, FILTER_SOURCES, prebuiltFilterName } from "../lib/filter_build.ts";
+import { BAD_ARCH_ACTION, compiledRules } from "../lib/filter_build.ts";
+import { FILTER_SOURCES, prebuiltFilterName } from "../lib/filter_files.ts";
 
 const ROOT = new URL("../", import.meta.url);
 

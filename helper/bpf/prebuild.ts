@@ -6,7 +6,8 @@
  *   deno run --allow-all helper/bpf/prebuild.ts DIR
  */
 import { compileFilter } from "../../ffi/seccomp.ts";
-import { BAD_ARCH_ACTION, compiledRules, prebuiltFilterName } from "../../lib/filter_build.ts";
+import { BAD_ARCH_ACTION, compiledRules } from "../../lib/filter_build.ts";
+import { prebuiltFilterName } from "../../lib/filter_files.ts";
 
 const dir = Deno.args[0];
 if (!dir) {
