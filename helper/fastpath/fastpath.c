@@ -641,6 +641,10 @@ static int exec_fast(struct hp_fast *h, int listener, const struct seccomp_notif
 	if (raw[0] == '/') {
 		memcpy(full, raw, (size_t)len + 1);
 	} else {
+		/*
+		 * Read now, not from the kept working directories of in_floor_at(): a stale one there can only turn a
+		 * write into EACCES (Landlock checks it), but nothing in the kernel would check an exec decided on it.
+		 */
 		char link[40];
 		snprintf(link, sizeof link, "/proc/%d/cwd", tid);
 		ssize_t b = readlink(link, full, PATH_MAX_BYTES);
