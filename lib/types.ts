@@ -38,8 +38,10 @@ export interface Question {
   pid: number;
   /** The process name (`comm`). */
   name: string;
-  /** The whole target: a path, a program and its arguments, a destination. */
+  /** The whole target: a path, a program and its arguments, a destination; `A → B` for a rename or link. */
   target: string;
+  /** For an operation with two paths (rename, link): both ends, canonical, as the target shows them. */
+  paths?: string[];
   /** For exec: the argument vector, when it could be read. */
   argv?: string[];
   /** The system call that was trapped (`openat`, `mkdir`, …) or `request` for hallpass-request. */

@@ -58,8 +58,9 @@ export function checkScope(scope: string, q: Question): string | { error: string
     }
     const s = parsePathScope(scope, { cwd: "/" });
     if (!scope.startsWith("/")) return { error: `scope ${JSON.stringify(scope)} must be an absolute path` };
-    const target = q.target.endsWith("/**") ? q.target.slice(0, -3) : q.target;
-    if (!scopeCovers(s, target)) return { error: `scope ${scope} does not cover ${q.target}` };
+    // A rename or link: the scope must cover one of its ends (an end it leaves out is asked about again).
+    const ends = q.paths ?? [q.target.endsWith("/**") ? q.target.slice(0, -3) : q.target];
+    if (!ends.some((t) => scopeCovers(s, t))) return { error: `scope ${scope} does not cover ${q.target}` };
     return s.kind === "tree" ? `${s.path === "/" ? "" : s.path}/**` : s.path;
   } catch (e) {
     return { error: (e as Error).message };

@@ -78,6 +78,7 @@ export function questionJson(q: Question): Record<string, unknown> {
     id: q.id,
     op: q.op,
     target: q.target,
+    paths: q.paths,
     argv: q.argv,
     syscall: q.syscall,
     pid: q.pid,

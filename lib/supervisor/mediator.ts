@@ -80,6 +80,10 @@ interface Pending {
   /** For connect: the operation, copied into our memory, and the destination as a rule would name it. */
   net?: NetOp;
   suggest?: string;
+  /** The end the question was about (its scopes are that end's). */
+  asked?: string;
+  /** How many of its ends still asked when the question was put (a rename or link: 1 or 2). */
+  asking?: number;
   qid: number;
 }
 
@@ -286,7 +290,7 @@ export class Mediator {
     // fd forms: fchmod, fchown, fsetxattr, fremovexattr, utimensat(fd, NULL), *at(fd, "", AT_EMPTY_PATH)
     const fdForm = c.path < 0 || (c.kind === "utime" && c.name === "utimensat" && a[1] === 0n);
     let emptyPathForm = false;
-    if (!fdForm && (atFlags & AT_EMPTY_PATH) && c.kind !== "link") {
+    if (!fdForm && (atFlags & AT_EMPTY_PATH)) {
       const p = this.#readPath(n, c.path);
       emptyPathForm = p === "";
     }
@@ -323,14 +327,21 @@ export class Mediator {
       targets.push(
         t1.kind === "anon" ? { path: `anon:${t1.what}`, anon: true } : { path: t1.path, anon: false },
       );
-      if (c.path2 !== undefined) {
-        const t2 = this.#target(n, c.dirfd2 ?? -1, c.path2, false);
-        if (t2.kind === "nonutf8") return this.#nonUtf8(n, c);
-        if (t2.kind === "error") return this.#fail(n, t2.errno);
-        targets.push(
-          t2.kind === "anon" ? { path: `anon:${t2.what}`, anon: true } : { path: t2.path, anon: false },
-        );
+    }
+    if (c.path2 !== undefined) {
+      // The second end of a rename or link (linkat(fd, "", …, AT_EMPTY_PATH) too): decided like the first.
+      const t2 = this.#target(n, c.dirfd2 ?? -1, c.path2, false);
+      if (t2.kind === "nonutf8") {
+        fs.close(fdCopy);
+        return this.#nonUtf8(n, c);
       }
+      if (t2.kind === "error") {
+        fs.close(fdCopy);
+        return this.#fail(n, t2.errno);
+      }
+      targets.push(
+        t2.kind === "anon" ? { path: `anon:${t2.what}`, anon: true } : { path: t2.path, anon: false },
+      );
     }
 
     // ID_VALID is checked before acting (emulating, asking), not before a CONTINUE or a deny: answering a
@@ -365,10 +376,17 @@ export class Mediator {
     if (verdicts.includes("ask")) {
       // A call that cannot change anything (mkdir of what exists, unlink of what does not) is answered as the
       // kernel would, without a question: `mkdir -p ~` must not ask.
-      const noop = fdCopy < 0 ? this.#noopErrno(n, c, targets) : 0;
-      if (noop) return this.#fail(n, noop);
-      const askAt = verdicts.indexOf("ask");
-      return this.#ask({ n, op: "write", call: c, targets, fdCopy, qid: 0 }, targets[askAt].path, c.name);
+      const noop = fdCopy < 0 || c.kind === "link" ? this.#noopErrno(n, c, targets) : 0;
+      if (noop) {
+        fs.close(fdCopy);
+        return this.#fail(n, noop);
+      }
+      const asking = verdicts.filter((v) => v === "ask").length;
+      return this.#ask(
+        { n, op: "write", call: c, targets, fdCopy, qid: 0, asking },
+        askedEnd(targets, verdicts),
+        c.name,
+      );
     }
     this.#allow(
       { n, op: "write", call: c, targets, fdCopy, qid: 0 },
@@ -523,7 +541,11 @@ export class Mediator {
     this.stats.denied++;
     const suggest = op === "write" && target.startsWith("/")
       ? (() => {
-        const s = suggestScopes(target.split(" → ").find((t) => !this.#inFloor(t)) ?? target, {
+        // A rename or link: the end that was not allowed, the destination first (what a person means to allow).
+        const ends = target.split(" → ").reverse();
+        const end = ends.find((t) => this.#verdict({ path: t, anon: false }, false) === "ask") ??
+          ends.find((t) => !this.#inFloor(t)) ?? ends[0];
+        const s = suggestScopes(end, {
           home: this.#cfg.home,
           project: this.#cfg.project,
         });
@@ -554,18 +576,24 @@ export class Mediator {
       home: this.#cfg.home,
       project: this.#cfg.project,
     });
+    // An operation with two paths (rename, link) shows both ends: an answer grants only what the bar showed.
+    const shown = p.op === "write" && p.targets.length > 1
+      ? p.targets.map((t) => t.path).join(" → ")
+      : target;
     const q: Question = {
       id: qid,
       op: p.op,
       pid,
       name: this.proc.comm(pid),
-      target: p.op === "exec" && p.targets[0].path !== target ? target : target,
+      target: shown,
       syscall,
       chain: this.proc.chain(pid),
       suggestedScope: choice.scopes[choice.suggested],
       scopes: choice.scopes,
     };
     if (this.#cfg.container) q.container = this.#cfg.container.identity;
+    if (shown !== target) q.paths = p.targets.map((t) => t.path);
+    p.asked = target;
     if (p.op === "exec") {
       const argv = this.proc.argvOf(p.n, this.#nfd, p.execAt === true);
       if (argv) q.argv = argv;
@@ -575,7 +603,7 @@ export class Mediator {
       }
     }
     this.#pending.set(qid, p);
-    this.#post({ t: "ask", q, key: `${p.op}\0${target}` });
+    this.#post({ t: "ask", q, key: `${p.op}\0${shown}` });
   }
 
   /** --no-ask: what would ask is denied here, without a round trip to the main thread. */
@@ -600,7 +628,7 @@ export class Mediator {
     }
     const now = Date.now();
     if (a.kind === "for" || a.kind === "always" || a.kind === "never") {
-      const target = a.scope ?? p.targets.find((t) => !this.#inFloor(t.path))?.path ?? p.targets[0].path;
+      const target = a.scope ?? p.asked ?? p.targets[0].path;
       try {
         this.addRule({
           effect: a.kind === "never" ? "deny" : "allow",
@@ -622,14 +650,24 @@ export class Mediator {
       const shown = p.targets.map((t) => t.path).join(" → ");
       return this.#deny(p.n, p.call?.name ?? p.net?.kind ?? "execve", shown, p.op, a.by, p.suggest);
     }
-    // Allowed by the answer (once, or a grant that covers it). Other targets of the same call (rename, link)
-    // must be allowed too; anything still asking is allowed only by `once`.
+    // Allowed by the answer. `once` grants what the bar showed (every end of a rename or link); a grant with a
+    // scope (`[t]`, `[a]`) covers an end only if the end is inside it: an end it leaves out is asked again.
     if (p.exec || p.net) return this.#allow(p, false, a.by);
     const contents = p.call?.kind === "open" || p.call?.kind === "truncate";
     const verdicts = p.targets.map((t) => this.#verdict(t, contents));
     if (verdicts.includes("deny")) {
       fs.close(p.fdCopy);
       return this.#deny(p.n, p.call!.name, p.targets.map((t) => t.path).join(" → "), "write", "rule");
+    }
+    if (a.kind !== "once" && verdicts.includes("ask")) {
+      // Asked again about the end left out, once per end: an answer that covers nothing new denies.
+      const asking = verdicts.filter((v) => v === "ask").length;
+      if (asking >= (p.asking ?? 1)) {
+        fs.close(p.fdCopy);
+        return this.#deny(p.n, p.call!.name, p.targets.map((t) => t.path).join(" → "), "write", a.by);
+      }
+      p.asking = asking;
+      return this.#ask(p, askedEnd(p.targets, verdicts), p.call!.name);
     }
     this.#allow(p, verdicts.every((v) => v === "floor"), a.by);
   }
@@ -783,6 +821,18 @@ export class Mediator {
     const a = n.args;
     const fd = p.fdCopy;
     switch (c.kind) {
+      case "link": {
+        // linkat(fd, "", newdirfd, newpath, AT_EMPTY_PATH): our copy of the fd, linked at the decided path.
+        const t2 = p.targets[1];
+        if (!t2 || t2.anon) return -EACCES;
+        const second = openParent(t2.path);
+        if (second.dirfd < 0) return second.dirfd;
+        try {
+          return fs.linkat(fd, cstr(""), second.dirfd, cstr(second.name), AT_EMPTY_PATH);
+        } finally {
+          fs.close(second.dirfd);
+        }
+      }
       case "chmod":
         return fs.fchmod(fd, Number(a[c.mode!] & 0o7777n));
       case "chown": {
@@ -1186,6 +1236,15 @@ function notRunnable(path: string): number {
   if (r === -2 || r === -20 || r === -13) return -r;
   if (r < 0) return 0; // anything else: let the kernel say it
   return view.isDirectory(path) ? EACCES : 0;
+}
+
+/**
+ * The end of a write a question is about: for two paths (rename, link) the destination when it asks (the file
+ * that changes: an atomic save `x.tmp.1 → x` is about `x`), else the first end that asks.
+ */
+function askedEnd(targets: Target[], verdicts: Verdict[]): string {
+  const last = targets.length - 1;
+  return verdicts[last] === "ask" ? targets[last].path : targets[verdicts.indexOf("ask")].path;
 }
 
 function startsWithMagic(raw: Uint8Array): boolean {

@@ -195,7 +195,7 @@ export class RequestHandler {
       if (b.kind !== "path") return E.EINVAL;
       base = b.path;
     }
-    const r = resolvePath(raw, base, true, n.tid, n.tid);
+    const r = resolvePath(raw, base, true, n.tid, n.tid, "lexical");
     if (r.kind !== "path") return E.EINVAL;
     return formatScope({ kind: tree ? "tree" : "exact", path: r.path });
   }

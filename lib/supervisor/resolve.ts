@@ -74,8 +74,20 @@ export function baseDir(tid: number, dirfd: number): Resolved {
 /**
  * Resolves `p` (as written by thread `tid` of process `tgid`, relative to `base` when not absolute).
  * `follow`: whether a symlink in the last component is followed (as the system call would).
+ * `missing`: what a directory on the way that does not exist means. "fail" (a system call's path): the error
+ * the kernel's walk stops with (ENOENT, ENOTDIR), never a path folded lexically over it — `/tmp/nonexist/../x`
+ * names nothing, it is not `/tmp/x`. "lexical" (a scope a person is shown, hallpass-request): the deepest
+ * existing ancestor, then the rest folded as written.
  */
-export function resolvePath(p: string, base: string, follow: boolean, tgid: number, tid: number): Resolved {
+export function resolvePath(
+  p: string,
+  base: string,
+  follow: boolean,
+  tgid: number,
+  tid: number,
+  missing: "fail" | "lexical" = "fail",
+): Resolved {
+  const fallback = missing === "fail" ? kernelWalkError : lexicalFallback;
   if (p.length === 0) return { kind: "error", errno: ENOENT };
   if (p.length >= 4096) return { kind: "error", errno: ENAMETOOLONG };
   let full = p.startsWith("/") ? p : base === "/" ? "/" + p : base + "/" + p;
@@ -87,12 +99,12 @@ export function resolvePath(p: string, base: string, follow: boolean, tgid: numb
     if (name === "" || name === "." || name === "..") {
       // The target is a directory named by its path: resolve it whole.
       const r = canonicalDir(full);
-      if (typeof r === "number") return lexicalFallback(full);
+      if (typeof r === "number") return fallback(full);
       return { kind: "path", path: r };
     }
     const r = dir === "/" ? "/" : canonicalDir(dir);
     if (typeof r === "number") {
-      if (r === -ENOENT || r === -ENOTDIR) return lexicalFallback(full);
+      if (r === -ENOENT || r === -ENOTDIR) return fallback(full);
       return { kind: "error", errno: -r };
     }
     const cdir = r;
@@ -123,6 +135,30 @@ function normalizeKeepDots(p: string): string {
   }
   const parts = p.split("/").filter((c) => c !== "" && c !== ".");
   return "/" + parts.join("/");
+}
+
+/**
+ * For a system call's path whose directory part does not resolve: only its last component may be missing
+ * (the call may create it); anything beyond a missing or non-directory component fails as the kernel's walk
+ * fails, with that component's error. `..` is never folded over a name the kernel could not walk.
+ */
+function kernelWalkError(full: string): Resolved {
+  const parts = full.split("/").filter((c) => c !== "" && c !== ".");
+  let err = -ENOENT;
+  for (let i = parts.length - 1; i >= 0; i--) {
+    const head = "/" + parts.slice(0, i).join("/");
+    const r = view.realpath(head);
+    if (typeof r === "number") {
+      err = r;
+      continue;
+    }
+    const rest = parts.slice(i);
+    if (rest.length === 1 && rest[0] !== "..") {
+      return { kind: "path", path: (r === "/" ? "" : r) + "/" + rest[0] };
+    }
+    return { kind: "error", errno: -err };
+  }
+  return { kind: "error", errno: -err };
 }
 
 /** For a path whose directory does not exist (yet): the deepest existing ancestor, then the rest lexically. */

@@ -67,6 +67,8 @@ export function layout(state: BarState, cols: number): string[] {
   // exec: the program and its arguments (argv[0] is replaced by the program's path, which is what runs).
   const whole = q.op === "exec" && q.argv && q.argv.length > 1
     ? [q.target, ...q.argv.slice(1)].map(visible).join(" ")
+    : q.paths
+    ? `${visible(q.syscall)} ${visible(q.target)}` // both ends of a rename or link: `rename A → B`
     : visible(q.target);
   lines.push(truncateMiddle(whole, w));
   lines.push(truncateEnd(`by: ${q.chain.map(visible).join(" ← ")}`, w));

@@ -5,7 +5,8 @@
  *
  *   try_write OP ARGS... [; OP ARGS...]...
  *
- * A DIRFD argument is "." (AT_FDCWD) or a directory path that is opened O_RDONLY|O_DIRECTORY first (a read).
+ * A DIRFD argument is "." (AT_FDCWD), a directory path that is opened O_RDONLY|O_DIRECTORY first (a read), or
+ * "fd:PATH" (an O_PATH fd of any file, for AT_EMPTY_PATH).
  * FLAGS are words joined with "|": open flags (rdonly wronly rdwr creat excl trunc append cloexec nofollow
  * directory), AT_* (symlink_nofollow symlink_follow removedir empty_path), rename (noreplace exchange), or 0.
  */
@@ -81,7 +82,8 @@ static long flags_of(const char *s) {
 
 static int dirfd_of(const char *s) {
   if (!strcmp(s, ".")) return AT_FDCWD;
-  int fd = open(s, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  /* "fd:PATH": an O_PATH fd of whatever is at PATH (for the AT_EMPTY_PATH fd forms, e.g. linkat(fd, "")) */
+  int fd = !strncmp(s, "fd:", 3) ? open(s + 3, O_PATH | O_CLOEXEC) : open(s, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) {
     printf("dirfd-open %s\n", ename(errno));
     fflush(stdout);
