@@ -3,6 +3,7 @@
  * gate, a question answered by a key typed on the terminal, finish() draining and restoring the modes.
  */
 import assert, { deepStrictEqual as assertEquals } from "node:assert/strict";
+import { test, tool } from "./helpers/skip.ts";
 
 const ui = new URL("../lib/ui/terminal.ts", import.meta.url).href;
 const DRIVER = `
@@ -27,18 +28,9 @@ const after = stty();
 console.log("\\nRESULT " + JSON.stringify({ answer, restored: before === after, rawIcanon: /[^-]icanon/.test(raw) }));
 `;
 
-const hasTools = (() => {
-  try {
-    return new Deno.Command("python3", { args: ["-c", "pass"] }).outputSync().success &&
-      new Deno.Command("script", { args: ["--version"] }).outputSync().success;
-  } catch {
-    return false;
-  }
-})();
-
-Deno.test({
+test({
   name: "PtySession under a real terminal: raw mode, bar answered by a key, output kept, modes restored",
-  ignore: !hasTools,
+  ignore: [tool("python3"), tool("script")],
   fn: async () => {
     const dir = await Deno.makeTempDir();
     const driver = `${dir}/driver.ts`;

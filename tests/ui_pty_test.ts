@@ -11,6 +11,7 @@ import {
   writeAll,
 } from "../ffi/pty.ts";
 import { SysError } from "../ffi/errors.ts";
+import { test, tool } from "./helpers/skip.ts";
 
 /** Makes the inherited fd the child's controlling terminal and stdio, then runs sh (what the launcher does). */
 const LAUNCH = `
@@ -19,14 +20,6 @@ fd = int(sys.argv[1]); os.setsid(); fcntl.ioctl(fd, termios.TIOCSCTTY, 0)
 for i in (0, 1, 2): os.dup2(fd, i)
 os.close(fd); os.execvp("sh", ["sh", "-c", sys.argv[2]])
 `;
-const hasPython = (() => {
-  try {
-    return new Deno.Command("python3", { args: ["-c", "pass"] }).outputSync().success;
-  } catch {
-    return false;
-  }
-})();
-
 async function runOnPty(script: string, input?: string): Promise<{ out: string; code: number }> {
   const { master, slavePath } = openPty();
   assert(slavePath.startsWith("/dev/pts/"), slavePath);
@@ -53,9 +46,9 @@ async function runOnPty(script: string, input?: string): Promise<{ out: string; 
   return { out, code };
 }
 
-Deno.test({
+test({
   name: "pty: the slave has the size set on the master; output arrives; EIO at the end",
-  ignore: !hasPython,
+  ignore: tool("python3"),
   fn: async () => {
     const { out, code } = await runOnPty("stty size; printf hi");
     assertEquals(out, "30 100\r\nhi");
@@ -63,9 +56,9 @@ Deno.test({
   },
 });
 
-Deno.test({
+test({
   name: "pty: input written to the master reaches the program",
-  ignore: !hasPython,
+  ignore: tool("python3"),
   fn: async () => {
     const { out } = await runOnPty("stty -echo; read line; printf 'got:%s' \"$line\"", "hello\n");
     assertEquals(out.endsWith("got:hello"), true, JSON.stringify(out));

@@ -7,9 +7,10 @@ import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/stric
 import type { AnswerService } from "../../lib/agent/answer_service.ts";
 import { podQuestion, startService } from "./answer_fixture.ts";
 import type { Answer } from "../../lib/types.ts";
-import { HALLPASS, haveTmux, q, sleep, Tmux, withPane } from "./tmux.ts";
+import { HALLPASS, q, sleep, Tmux, withPane } from "./tmux.ts";
+import { test, tool } from "../helpers/skip.ts";
 
-const ignore = !haveTmux();
+const ignore = tool("tmux");
 const TOKEN = "carol-0123456789abcdefXYZ";
 /** `hallpass answer`, run from source as the pane's `hp` is. */
 const ENTRY = `${HALLPASS} answer`;
@@ -57,7 +58,7 @@ async function quitAndCheck(t: Tmux): Promise<void> {
   assert(!s.includes("[o] allow once") && !s.includes("hallpass answer ·"), "back on the main screen");
 }
 
-Deno.test(
+test(
   { name: "hallpass answer: the bar names the pod; [o] answers once as answer:NAME", ignore },
   async () => {
     await withAnswer(async (t, svc) => {
@@ -92,7 +93,7 @@ Deno.test(
   },
 );
 
-Deno.test(
+test(
   { name: "hallpass answer: queued questions, a widened scope and [n] never; hostile text", ignore },
   async () => {
     await withAnswer(async (t, svc) => {
@@ -140,7 +141,7 @@ Deno.test(
   },
 );
 
-Deno.test({
+test({
   name: "hallpass answer: an answer elsewhere takes the question off the bar; Ctrl-C quits",
   ignore,
 }, async () => {
@@ -172,7 +173,7 @@ Deno.test({
   });
 });
 
-Deno.test(
+test(
   { name: "hallpass answer: an unreachable agent is one clear line, retried; q still quits", ignore },
   async () => {
     // A port nobody listens on: bind one, note it, close it.
@@ -189,7 +190,7 @@ Deno.test(
   },
 );
 
-Deno.test({ name: "hallpass answer: a refused token ends it with exit 1 and one line", ignore }, async () => {
+test({ name: "hallpass answer: a refused token ends it with exit 1 and one line", ignore }, async () => {
   await withAnswer(async (t) => {
     const s = await t.waitText(/^rc=\d+$/m);
     assert(/^rc=1$/m.test(s), s);

@@ -19,8 +19,9 @@
  */
 import { ok as assert } from "node:assert/strict";
 import { ROOT } from "./harness.ts";
-import { haveTmux, makeScratch, q, sleep, Tmux } from "./tmux.ts";
+import { makeScratch, q, sleep, Tmux } from "./tmux.ts";
 import { RECIPES } from "../../lib/agents.ts";
+import { type Need, test, tool } from "../helpers/skip.ts";
 
 interface Setup {
   ok: boolean;
@@ -28,12 +29,12 @@ interface Setup {
   why?: string;
 }
 
-const tmuxMissing = !haveTmux();
+const tmux = tool("tmux");
 
 /** Runs tests/setup_agents.sh once; name → where the program is, or why it is unavailable. */
 function setupAgents(): Map<string, Setup> {
   const out = new Map<string, Setup>();
-  if (tmuxMissing) return out;
+  if (tmux) return out;
   const r = new Deno.Command("bash", {
     args: [`${ROOT}/tests/setup_agents.sh`],
     stdout: "piped",
@@ -44,14 +45,21 @@ function setupAgents(): Map<string, Setup> {
     if (!m) continue;
     out.set(m[1], m[2] === "ok" ? { ok: true, bin: m[3] } : { ok: false, why: m[3] });
   }
-  for (const [name, s] of out) {
-    if (!s.ok) console.error(`NOTE: agent ${name} skipped: ${s.why}`);
-  }
   return out;
 }
 
 const SETUP = setupAgents();
-if (tmuxMissing) console.error("NOTE: agent tests skipped: tmux is not installed");
+
+/** What an agent's test needs: tmux and the agent's CLI (installed by tests/setup_agents.sh). */
+function agentNeeds(name: string, withTmux = true): Need[] {
+  const s = SETUP.get(name);
+  return [
+    withTmux ? tmux : undefined,
+    s?.ok
+      ? undefined
+      : { reason: `agent ${name} unavailable: ${s?.why ?? "tests/setup_agents.sh did not set it up"}` },
+  ];
+}
 
 interface AgentCase {
   name: string;
@@ -202,8 +210,8 @@ function screenIntact(c: AgentCase, s: string): void {
 
 for (const c of CASES) {
   const s = SETUP.get(c.name);
-  const ignore = tmuxMissing || !s?.ok;
-  Deno.test(
+  const ignore = agentNeeds(c.name);
+  test(
     { name: `agent ${c.name} with --agent ${c.name}: renders, its state writes ask nothing`, ignore },
     async () => {
       const r = await runAgent(c, s!.bin!, ["--agent", c.name], c.env);
@@ -241,10 +249,10 @@ for (const c of CASES) {
 {
   const c = CASES.find((x) => x.name === "gemini")!;
   const s = SETUP.get("gemini");
-  Deno.test({
+  test({
     name:
       "agent gemini without a recipe: the bar comes up over its screen for ~/.gemini, the screen is back after",
-    ignore: tmuxMissing || !s?.ok,
+    ignore: agentNeeds("gemini"),
   }, async () => {
     const pkg = s!.bin!.replace(/\/bin\/gemini$/, "");
     // [t] on the scope the bar suggests (~/.gemini/**), as a person would after the first few questions.
@@ -263,10 +271,10 @@ for (const c of CASES) {
 
 {
   const s = SETUP.get("claude");
-  Deno.test({
+  test({
     name:
       "agent claude with its recipe, ~/.claude.json in $HOME: only $HOME and the temp files next to .claude.json ask",
-    ignore: !s?.ok,
+    ignore: agentNeeds("claude", false),
   }, async () => {
     const dir = await makeScratch();
     try {

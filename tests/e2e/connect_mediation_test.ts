@@ -7,6 +7,7 @@
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { askProgram, hallpass, readQuestions, type Result, scratch } from "./harness.ts";
+import { probe, step, test, tool } from "../helpers/skip.ts";
 
 const ENV = { PATH: "/usr/local/bin:/usr/bin:/bin", LANG: "C" };
 const PY = "/usr/bin/python3";
@@ -241,7 +242,7 @@ Deno.test("python sockets: blocking and non-blocking (EINPROGRESS, then success 
   }
 });
 
-Deno.test("node fetch, bash /dev/tcp and nc: denied, then allowed", async () => {
+Deno.test("node fetch, bash /dev/tcp and nc: denied, then allowed", async (t) => {
   const srv = await servers();
   const s = await scratch();
   try {
@@ -258,28 +259,21 @@ Deno.test("node fetch, bash /dev/tcp and nc: denied, then allowed", async () => 
         `exec 3<>/dev/tcp/127.0.0.1/${srv.tcp4} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && tail -1 <&3`,
       ],
     };
-    const nc = ["/usr/bin/nc", "/bin/nc"].find((p) => {
-      try {
-        return Deno.statSync(p).isFile;
-      } catch {
-        return false;
-      }
-    });
-    if (nc) {
-      clients.nc = [
-        "/bin/sh",
-        "-c",
-        `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | ${nc} -w 5 127.0.0.1 ${srv.tcp4} | tail -1`,
-      ];
-    } else console.log("NOTE: nc is not installed: nc not tested");
+    clients.nc = [
+      "/bin/sh",
+      "-c",
+      `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 5 127.0.0.1 ${srv.tcp4} | tail -1`,
+    ];
     for (const [name, cmd] of Object.entries(clients)) {
-      let r = await hp(["--no-ask", ...MEDIATE, "--", ...cmd], s.project);
-      assert(r.code !== 0 || name === "nc", `${name} denied: ${r.code} ${r.stdout} ${r.stderr}`);
-      assert(!r.stdout.includes("ok"), `${name}: ${r.stdout}`);
-      assert(r.stderr.includes(`denied connect tcp:${a}`), `${name}: ${r.stderr}`);
-      if (name === "node") assertEquals(r.stdout, "ERR EACCES\n");
-      r = await hp(["--no-ask", ...MEDIATE, "--allow-connect", a, "--", ...cmd], s.project);
-      assertEquals([r.code, r.stdout], [0, "ok\n"], `${name}: ${r.stderr}`);
+      await step(t, { name, ignore: name === "nc" ? tool("nc") : undefined }, async () => {
+        let r = await hp(["--no-ask", ...MEDIATE, "--", ...cmd], s.project);
+        assert(r.code !== 0 || name === "nc", `${name} denied: ${r.code} ${r.stdout} ${r.stderr}`);
+        assert(!r.stdout.includes("ok"), `${name}: ${r.stdout}`);
+        assert(r.stderr.includes(`denied connect tcp:${a}`), `${name}: ${r.stderr}`);
+        if (name === "node") assertEquals(r.stdout, "ERR EACCES\n");
+        r = await hp(["--no-ask", ...MEDIATE, "--allow-connect", a, "--", ...cmd], s.project);
+        assertEquals([r.code, r.stdout], [0, "ok\n"], `${name}: ${r.stderr}`);
+      });
     }
   } finally {
     await s.cleanup();
@@ -287,45 +281,67 @@ Deno.test("node fetch, bash /dev/tcp and nc: denied, then allowed", async () => 
   }
 });
 
-Deno.test("IPv6 loopback [::1]: denied, allowed with --allow-connect [::1]:PORT", async () => {
-  const srv = await servers();
-  const s = await scratch();
+// Controls: an IPv6 loopback to listen on, a nameserver to ask.
+const ipv6 = probe("ipv6", () => {
   try {
-    if (srv.tcp6 === undefined) return console.log("NOTE: no IPv6 loopback here: not tested");
-    const a = `[::1]:${srv.tcp6}`;
-    let r = await hp(["--no-ask", ...MEDIATE, "--", PY, "-c", CLIENT, "tcp6", a], s.project);
-    assertEquals([r.code, r.stdout], [3, "error EACCES\n"], r.stderr);
-    assert(r.stderr.includes(`denied connect tcp:${a}`), r.stderr);
-    for (const rule of [a, "[::1]", `tcp:[::1]:${srv.tcp6}`]) {
-      r = await hp(
-        ["--no-ask", ...MEDIATE, "--allow-connect", rule, "--", PY, "-c", CLIENT, "tcp6-nb", a],
-        s.project,
-      );
-      assertEquals([r.code, r.stdout], [0, "connect EINPROGRESS\nHTTP/1.0 200 OK\n"], `${rule}: ${r.stderr}`);
-    }
-    r = await hp(
-      ["--no-ask", ...MEDIATE, "--", "curl", "-sS", "--max-time", "10", `http://${a}/`],
-      s.project,
-    );
-    assertEquals(r.code, 7, r.stderr);
-    r = await hp([
-      "--no-ask",
-      ...MEDIATE,
-      "--allow-connect",
-      a,
-      "--",
-      "curl",
-      "-sS",
-      "--max-time",
-      "10",
-      `http://${a}/`,
-    ], s.project);
-    assertEquals([r.code, r.stdout], [0, "ok\n"], r.stderr);
-  } finally {
-    await s.cleanup();
-    await srv.stop();
+    Deno.listen({ hostname: "::1", port: 0 }).close();
+    return undefined;
+  } catch (e) {
+    return `no IPv6 loopback here (${(e as Error).message})`;
   }
 });
+const nameserver = probe("nameserver", () => {
+  try {
+    if (/^nameserver\s+\S+/m.test(Deno.readTextFileSync("/etc/resolv.conf"))) return undefined;
+  } catch { /* none */ }
+  return "no nameserver in /etc/resolv.conf";
+});
+
+test(
+  { name: "IPv6 loopback [::1]: denied, allowed with --allow-connect [::1]:PORT", ignore: ipv6 },
+  async () => {
+    const srv = await servers();
+    const s = await scratch();
+    try {
+      const a = `[::1]:${srv.tcp6}`;
+      let r = await hp(["--no-ask", ...MEDIATE, "--", PY, "-c", CLIENT, "tcp6", a], s.project);
+      assertEquals([r.code, r.stdout], [3, "error EACCES\n"], r.stderr);
+      assert(r.stderr.includes(`denied connect tcp:${a}`), r.stderr);
+      for (const rule of [a, "[::1]", `tcp:[::1]:${srv.tcp6}`]) {
+        r = await hp(
+          ["--no-ask", ...MEDIATE, "--allow-connect", rule, "--", PY, "-c", CLIENT, "tcp6-nb", a],
+          s.project,
+        );
+        assertEquals(
+          [r.code, r.stdout],
+          [0, "connect EINPROGRESS\nHTTP/1.0 200 OK\n"],
+          `${rule}: ${r.stderr}`,
+        );
+      }
+      r = await hp(
+        ["--no-ask", ...MEDIATE, "--", "curl", "-sS", "--max-time", "10", `http://${a}/`],
+        s.project,
+      );
+      assertEquals(r.code, 7, r.stderr);
+      r = await hp([
+        "--no-ask",
+        ...MEDIATE,
+        "--allow-connect",
+        a,
+        "--",
+        "curl",
+        "-sS",
+        "--max-time",
+        "10",
+        `http://${a}/`,
+      ], s.project);
+      assertEquals([r.code, r.stdout], [0, "ok\n"], r.stderr);
+    } finally {
+      await s.cleanup();
+      await srv.stop();
+    }
+  },
+);
 
 Deno.test("unix sockets: a path outside the project, abstract names, and name prefixes", async () => {
   const srv = await servers();
@@ -440,57 +456,59 @@ Deno.test("UDP sendto with a destination: denied, allowed with udp:ADDR:PORT (no
   }
 });
 
-Deno.test("DNS: getent hosts asks, and the question says it is a name lookup", async () => {
-  const s = await scratch();
-  try {
-    let ns = "";
+test(
+  { name: "DNS: getent hosts asks, and the question says it is a name lookup", ignore: nameserver },
+  async () => {
+    const s = await scratch();
     try {
-      ns = /^nameserver\s+(\S+)/m.exec(await Deno.readTextFile("/etc/resolv.conf"))?.[1] ?? "";
-    } catch { /* none */ }
-    if (!ns) return console.log("NOTE: no nameserver in /etc/resolv.conf: DNS not tested");
-    const ask = await askProgram(s.outside, "deny");
-    const name = "hallpass-test.invalid";
-    const r = await hp([
-      "--ask-program",
-      ask,
-      ...MEDIATE,
-      "--allow-connect",
-      "unix:/var/run/nscd/socket",
-      "--",
-      "getent",
-      "hosts",
-      name,
-    ], s.project);
-    assertEquals(r.code, 2, r.stderr); // not found: the lookup could not be sent
-    const qs = await readQuestions(`${s.outside}/questions.jsonl`);
-    assert(qs.length >= 1, r.stderr);
-    const fam = ns.includes(":") ? `[${ns}]` : ns;
-    for (const q of qs) {
-      assertEquals(q.op, "connect");
-      assert(
-        String(q.target).startsWith(`udp:${fam}:53`) || String(q.target).startsWith(`tcp:${fam}:53`),
-        String(q.target),
-      );
-      assert(String(q.target).includes("a DNS name lookup"), String(q.target));
+      let ns = "";
+      try {
+        ns = /^nameserver\s+(\S+)/m.exec(await Deno.readTextFile("/etc/resolv.conf"))?.[1] ?? "";
+      } catch { /* none */ }
+      const ask = await askProgram(s.outside, "deny");
+      const name = "hallpass-test.invalid";
+      const r = await hp([
+        "--ask-program",
+        ask,
+        ...MEDIATE,
+        "--allow-connect",
+        "unix:/var/run/nscd/socket",
+        "--",
+        "getent",
+        "hosts",
+        name,
+      ], s.project);
+      assertEquals(r.code, 2, r.stderr); // not found: the lookup could not be sent
+      const qs = await readQuestions(`${s.outside}/questions.jsonl`);
+      assert(qs.length >= 1, r.stderr);
+      const fam = ns.includes(":") ? `[${ns}]` : ns;
+      for (const q of qs) {
+        assertEquals(q.op, "connect");
+        assert(
+          String(q.target).startsWith(`udp:${fam}:53`) || String(q.target).startsWith(`tcp:${fam}:53`),
+          String(q.target),
+        );
+        assert(String(q.target).includes("a DNS name lookup"), String(q.target));
+      }
+      // Allowed: the lookup reaches the name server (whatever it answers for .invalid, it is not our EACCES).
+      const ok = await hp([
+        "--no-ask",
+        ...MEDIATE,
+        "--allow-connect",
+        `${fam}:53`,
+        "--allow-connect",
+        "unix:/var/run/nscd/socket",
+        "--",
+        "getent",
+        "hosts",
+        name,
+      ], s.project);
+      assert(!ok.stderr.includes("denied connect"), ok.stderr);
+    } finally {
+      await s.cleanup();
     }
-    // Allowed: the lookup reaches the name server (whatever it answers for .invalid, it is not our EACCES).
-    const ok = await hp([
-      "--no-ask",
-      ...MEDIATE,
-      "--allow-connect",
-      `${fam}:53`,
-      "--allow-connect",
-      "unix:/var/run/nscd/socket",
-      "--",
-      "getent",
-      "hosts",
-      name,
-    ], s.project);
-    assert(!ok.stderr.includes("denied connect"), ok.stderr);
-  } finally {
-    await s.cleanup();
-  }
-});
+  },
+);
 
 Deno.test("without --mediate connect nothing about the network changes", async () => {
   const srv = await servers();

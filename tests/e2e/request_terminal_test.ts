@@ -4,16 +4,17 @@
  * `[d]` denies (exit 3).
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { haveTmux, q, Tmux, withPane } from "./tmux.ts";
+import { q, Tmux, withPane } from "./tmux.ts";
 import { requestBin } from "./request_harness.ts";
+import { test, tool } from "../helpers/skip.ts";
 
-const ignore = !haveTmux();
+const ignore = tool("tmux");
 
 function pane(script: string, fn: (t: Tmux) => Promise<void>): Promise<void> {
   return withPane({ script }, fn);
 }
 
-Deno.test({
+test({
   name: "request in the terminal: the reason is shown as the program's words; [o] grants (0)",
   ignore,
 }, async () => {
@@ -43,7 +44,7 @@ hp --allow-exec ${
   );
 });
 
-Deno.test({
+test({
   name: "request in the terminal: [d] denies (3); an escape in the reason is refused before asking",
   ignore,
 }, async () => {

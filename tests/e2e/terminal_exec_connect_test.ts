@@ -4,15 +4,16 @@
  * (line 1 "wants to connect to", line 2 the destination). Answered with [o] and [d].
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { haveTmux, makeScratch, Tmux, withPane } from "./tmux.ts";
+import { makeScratch, Tmux, withPane } from "./tmux.ts";
+import { test, tool } from "../helpers/skip.ts";
 
-const ignore = !haveTmux();
+const ignore = tool("tmux");
 
 function pane(script: string, fn: (t: Tmux) => Promise<void>, dir?: string): Promise<void> {
   return withPane({ script, dir, cols: 120 }, fn);
 }
 
-Deno.test({
+test({
   name: "terminal: a program written into the project asks to run, with its arguments and the warning",
   ignore,
 }, async () => {
@@ -40,7 +41,7 @@ Deno.test({
   );
 });
 
-Deno.test(
+test(
   { name: "terminal: a connect asks with the destination; [o] connects, [d] refuses", ignore },
   async () => {
     const dir = await makeScratch();

@@ -4,9 +4,10 @@
  * `[n]` never (saved, a new run denies without asking), and the arrow keys on the scope line.
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { haveTmux, makeScratch, Tmux, until, withPane } from "./tmux.ts";
+import { makeScratch, Tmux, until, withPane } from "./tmux.ts";
+import { test, tool } from "../helpers/skip.ts";
 
-const ignore = !haveTmux();
+const ignore = tool("tmux");
 
 function pane(script: string, fn: (t: Tmux) => Promise<void>, dir?: string): Promise<void> {
   return withPane({ script, dir }, fn);
@@ -16,7 +17,7 @@ async function rulesFile(dir: string): Promise<string> {
   return await Deno.readTextFile(`${dir}/xdg/hallpass/rules`).catch(() => "");
 }
 
-Deno.test(
+test(
   { name: "terminal key [o]: the write happens once, the next identical write asks again", ignore },
   async () => {
     await pane(
@@ -47,7 +48,7 @@ Deno.test(
   },
 );
 
-Deno.test({ name: "terminal key [t]: a second write in the scope does not ask", ignore }, async () => {
+test({ name: "terminal key [t]: a second write in the scope does not ask", ignore }, async () => {
   const dir = await makeScratch();
   await Deno.mkdir(`${dir}/outside/d`);
   await pane(
@@ -76,7 +77,7 @@ Deno.test({ name: "terminal key [t]: a second write in the scope does not ask", 
   await Deno.remove(dir, { recursive: true });
 });
 
-Deno.test(
+test(
   { name: "terminal key [a]: saved in the rules file; a new hallpass run does not ask", ignore },
   async () => {
     const dir = await makeScratch();
@@ -105,7 +106,7 @@ Deno.test(
   },
 );
 
-Deno.test({ name: "terminal key [d]: EACCES, the program prints Permission denied", ignore }, async () => {
+test({ name: "terminal key [d]: EACCES, the program prints Permission denied", ignore }, async () => {
   await pane(`hp -- sh -c 'echo one > "$DIR/outside/f"; echo "r1=$?"'`, async (t) => {
     await t.waitBar();
     await t.keys("d");
@@ -117,7 +118,7 @@ Deno.test({ name: "terminal key [d]: EACCES, the program prints Permission denie
   });
 });
 
-Deno.test(
+test(
   { name: "terminal key [n]: saved as deny; the next run denies without asking", ignore },
   async () => {
     const dir = await makeScratch();
@@ -145,7 +146,7 @@ Deno.test(
   },
 );
 
-Deno.test(
+test(
   { name: "terminal arrow keys widen and narrow the scope; [a] saves the widened scope", ignore },
   async () => {
     const dir = await makeScratch();

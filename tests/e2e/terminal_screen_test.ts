@@ -6,9 +6,10 @@
  * sees the new size.
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { have, haveTmux, makeScratch, Tmux, until, visibleCells } from "./tmux.ts";
+import { makeScratch, Tmux, until, visibleCells } from "./tmux.ts";
+import { test, tool } from "../helpers/skip.ts";
 
-const ignore = !haveTmux();
+const ignore = tool("tmux");
 
 async function fileIs(path: string, content: string): Promise<boolean> {
   return (await Deno.readTextFile(path).catch(() => null)) === content;
@@ -69,8 +70,11 @@ async function compareFullScreen(
   return out;
 }
 
-Deno.test(
-  { name: "a question while less is on screen: after the answer, the screen is less's own", ignore },
+test(
+  {
+    name: "a question while less is on screen: after the answer, the screen is less's own",
+    ignore: [ignore, tool("less")],
+  },
   async () => {
     const r = await compareFullScreen(
       `less text.txt`,
@@ -86,9 +90,9 @@ Deno.test(
   },
 );
 
-Deno.test({
+test({
   name: "a question while vim is on screen: after the answer, the screen is vim's own",
-  ignore: ignore || !have("vim"),
+  ignore: [ignore, tool("vim")],
 }, async () => {
   const r = await compareFullScreen(
     `vim -u NONE -i NONE -n text.txt`,
@@ -99,9 +103,8 @@ Deno.test({
   assertEquals(await visibleCells(r.hp[0].esc, 90), await visibleCells(r.bare[0].esc, 90));
   assertEquals(r.hp[0].cursor, r.bare[0].cursor);
 });
-if (!have("vim")) console.log("note: vim is not installed; the vim screen test is skipped");
 
-Deno.test({ name: "a program that keeps printing while the bar is up loses no output", ignore }, async () => {
+test({ name: "a program that keeps printing while the bar is up loses no output", ignore }, async () => {
   const t = await Tmux.start({
     rows: 20,
     script: `hp -- sh -c 'i=0; while [ $i -lt 300 ]; do echo "out $i"; ` +
@@ -121,7 +124,7 @@ Deno.test({ name: "a program that keeps printing while the bar is up loses no ou
   }
 });
 
-Deno.test(
+test(
   { name: "text from before hallpass stays; the output after the bar lands below it", ignore },
   async () => {
     const t = await Tmux.start({
@@ -147,7 +150,7 @@ Deno.test(
   },
 );
 
-Deno.test(
+test(
   { name: "a path with escape sequences is shown visibly; no clear, no title change", ignore },
   async () => {
     const t = await Tmux.start({
@@ -178,7 +181,7 @@ Deno.test(
   },
 );
 
-Deno.test({
+test({
   name: "resize while the bar is up: redrawn at the new width, the program sees the new size",
   ignore,
 }, async () => {

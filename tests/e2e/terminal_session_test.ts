@@ -3,15 +3,16 @@
  * with the bar up, Ctrl-C, Ctrl-Z / fg in an interactive shell, and the command's exit status.
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { haveTmux, pgrep, sleep, Tmux, until, withPane } from "./tmux.ts";
+import { pgrep, sleep, Tmux, until, withPane } from "./tmux.ts";
+import { test, tool } from "../helpers/skip.ts";
 
-const ignore = !haveTmux();
+const ignore = tool("tmux");
 
 function pane(o: { script: string; rows?: number }, fn: (t: Tmux) => Promise<void>): Promise<void> {
   return withPane(o, fn);
 }
 
-Deno.test(
+test(
   { name: "two processes asking at once: the bar counts the other; both are answered", ignore },
   async () => {
     await pane({
@@ -39,7 +40,7 @@ Deno.test(
   },
 );
 
-Deno.test({
+test({
   name: "a flood of 200 questions: the person can answer, [D] denies that pid, the terminal works",
   ignore,
 }, async () => {
@@ -68,7 +69,7 @@ Deno.test({
   });
 });
 
-Deno.test(
+test(
   { name: "kill -TERM of hallpass with the bar up: terminal restored, the command gone", ignore },
   async () => {
     const marker = `hp-term-${Deno.pid}-${Date.now()}`;
@@ -95,7 +96,7 @@ Deno.test(
   },
 );
 
-Deno.test({ name: "Ctrl-C in the program: exit 130", ignore }, async () => {
+test({ name: "Ctrl-C in the program: exit 130", ignore }, async () => {
   await pane({ script: `hp -- sh -c 'echo ready; sleep 30'; echo "rc=$?"` }, async (t) => {
     await t.waitText(/^ready$/m);
     await sleep(200);
@@ -104,13 +105,13 @@ Deno.test({ name: "Ctrl-C in the program: exit 130", ignore }, async () => {
   });
 });
 
-Deno.test({ name: "the command's exit status is hallpass's", ignore }, async () => {
+test({ name: "the command's exit status is hallpass's", ignore }, async () => {
   await pane({ script: `hp -- sh -c 'exit 7'; echo "rc=$?"` }, async (t) => {
     await t.waitText(/^rc=7$/m);
   });
 });
 
-Deno.test({
+test({
   name: "Ctrl-Z and fg in an interactive sh under hallpass (job control inside the sandbox)",
   ignore,
 }, async () => {

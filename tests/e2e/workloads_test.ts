@@ -12,8 +12,9 @@
  *   here, so any question left fails the run; the count must be 0.
  * The counts are printed (docs/agents.md has the table). $HOME is outside the project, as for a real user.
  */
-import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
+import { deepStrictEqual as assertEquals } from "node:assert/strict";
 import { hallpass, snapshot } from "./harness.ts";
+import { test, tool } from "../helpers/skip.ts";
 
 const dec = new TextDecoder();
 
@@ -302,38 +303,27 @@ function diff(a: string, b: string): string[] {
     .map((k) => `${k}: ${JSON.stringify(x[k])?.slice(0, 300)} != ${JSON.stringify(y[k])?.slice(0, 300)}`);
 }
 
-function present(p: string): boolean {
-  try {
-    Deno.statSync(p);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 const counts: string[] = [];
 
 for (const w of WORKLOADS) {
-  const missing = w.needs.filter((p) => !present(p));
-  if (missing.length) {
-    console.error(`NOTE: workload "${w.name}" skipped: ${missing.join(", ")} not installed`);
-  }
-  Deno.test({ name: `workload under hallpass = bare: ${w.name}`, ignore: missing.length > 0 }, async () => {
-    const bare = await run(w, "bare");
-    assertEquals(bare.code, 0, `the bare run failed:\n${bare.out}`);
-    const plain = await run(w, "plain");
-    const tuned = await run(w, "tuned");
-    for (const [label, o] of [["plain (all questions answered once)", plain], ["tuned", tuned]] as const) {
-      assertEquals(o.code, bare.code, `${label}: exit status\n${o.out}`);
-      assertEquals(o.out, bare.out, `${label}: output`);
-      assertEquals(diff(o.files, bare.files), [], `${label}: files in the project differ`);
-    }
-    assertEquals(tuned.questions, [], "tuned: questions left");
-    const summary = [...new Set(plain.questions.map((x) => `${x.op} ${x.target}`))].slice(0, 8).join("; ");
-    const line = `${w.name}: ${plain.questions.length} question(s) plain, ${tuned.questions.length} tuned` +
-      (summary ? ` — plain asked: ${summary}` : "");
-    counts.push(line);
-    console.log(line);
-    assert(true);
-  });
+  test(
+    { name: `workload under hallpass = bare: ${w.name}`, ignore: w.needs.map((p) => tool(p)) },
+    async () => {
+      const bare = await run(w, "bare");
+      assertEquals(bare.code, 0, `the bare run failed:\n${bare.out}`);
+      const plain = await run(w, "plain");
+      const tuned = await run(w, "tuned");
+      for (const [label, o] of [["plain (all questions answered once)", plain], ["tuned", tuned]] as const) {
+        assertEquals(o.code, bare.code, `${label}: exit status\n${o.out}`);
+        assertEquals(o.out, bare.out, `${label}: output`);
+        assertEquals(diff(o.files, bare.files), [], `${label}: files in the project differ`);
+      }
+      assertEquals(tuned.questions, [], "tuned: questions left");
+      const summary = [...new Set(plain.questions.map((x) => `${x.op} ${x.target}`))].slice(0, 8).join("; ");
+      const line = `${w.name}: ${plain.questions.length} question(s) plain, ${tuned.questions.length} tuned` +
+        (summary ? ` — plain asked: ${summary}` : "");
+      counts.push(line);
+      console.log(line);
+    },
+  );
 }
