@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test: once as the current user (root in CI), then the end-to-end suite again as an unprivileged
-# user (created here when missing), since our users are not root. Ends with "N passed, N failed".
+# user (created here when missing), since our users are not root. Lists the tests reported skipped (deno's
+# "ignored", each named with its reason by tests/helpers/skip.ts) and ends with the line
+# "N passed, N failed, N skipped" (skipped counts tests and steps). Under CI=true a skip of something
+# `make test` installs is a failure.
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -38,6 +41,9 @@ count() { # passed/failed from deno test's summary lines
   grep -E '^(ok|FAILED) \| [0-9]+ passed' "$1" | sed -E 's/.*\| ([0-9]+) passed.*\| ([0-9]+) failed.*/\1 \2/' |
     awk '{p+=$1; f+=$2} END {print p+0, f+0}'
 }
+skipped_in() { # "NAME [skipped: REASON]" of every test and step deno reported ignored
+  sed -nE 's/^ *(.*) \.\.\. ignored( \(.*)?$/\1/p' "$1"
+}
 read -r p1 f1 < <(count "$LOG1")
 read -r p2 f2 < <(count "$LOG2")
 passed=$((p1 + p2))
@@ -45,5 +51,29 @@ failed=$((f1 + f2))
 # A run that crashed before its summary counts as a failure.
 [ "$rc1" != 0 ] && [ "$f1" = 0 ] && failed=$((failed + 1))
 [ "$rc2" != 0 ] && [ "$f2" = 0 ] && failed=$((failed + 1))
-echo "$passed passed, $failed failed"
+
+SKIPS=build/test-skipped.txt
+{
+  skipped_in "$LOG1" | sed 's/^/as '"$(id -un)"': /'
+  skipped_in "$LOG2" | sed 's/^/as '"$TEST_USER"': /'
+} >"$SKIPS"
+skipped=$(grep -c . "$SKIPS")
+echo
+if [ "$skipped" -gt 0 ]; then
+  echo "=== skipped ($skipped) ==="
+  sed -E 's/^(.*) \[skipped: (.*)\]$/  \1\n      why: \2/; t; s/^/  /; s/$/\n      why: (no reason given: the test must use tests\/helpers\/skip.ts)/' "$SKIPS"
+fi
+if [ "${CI:-}" = true ]; then
+  # tests/helpers/skip.ts already turns these into failures; a skip that still names one is one too.
+  ci_bad=$(grep -c 'make test installs' "$SKIPS" || true)
+  if [ "$ci_bad" -gt 0 ]; then
+    echo "CI=true: $ci_bad skip(s) of something make test installs count as failures"
+    failed=$((failed + ci_bad))
+  fi
+fi
+if [ "$(id -u)" != 0 ]; then
+  echo "NOTE: not root: the end-to-end suite was NOT run again as the unprivileged user $TEST_USER" \
+    "(run as root for that; the root-only tests ran as $(id -un))"
+fi
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]
