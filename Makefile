@@ -2,6 +2,7 @@
 #   make          install what is missing, build the launcher, hallpass-request and ./hallpass
 #   make run      ... and start a sandboxed shell in the current directory
 #   make test     every test (unit, kernel, end-to-end as an unprivileged user)
+#   make check    deno fmt --check, deno lint, a type-check of every module (lockfiles frozen)
 #   make bench    the performance table (docs/performance.md)
 #   make install  hallpass and hallpass-request to $(PREFIX)/bin (default ~/.local)
 
@@ -20,16 +21,29 @@ APT_PKGS     := musl-tools libseccomp2 tmux gcc make python3 git strace less vim
 TEST_PKGS    := runc crun busybox-static chromium containerd
 BENCH_PKGS   := time bubblewrap
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# TLS through the system's CA store: a machine behind a TLS-inspecting proxy has that CA there, not in Deno's
+# or Node's own list (deno: "invalid peer certificate: UnknownIssuer").
+export DENO_TLS_CA_STORE := system
+CA_FILE      := $(firstword $(wildcard /etc/ssl/certs/ca-certificates.crt /etc/pki/tls/certs/ca-bundle.crt))
+ifneq ($(CA_FILE),)
+export NODE_EXTRA_CA_CERTS ?= $(CA_FILE)
+endif
+# What hallpass itself needs, pinned in runtime.lock (deno.lock also holds the test-only packages).
+RUNTIME_LOCK := --lock=$(CURDIR)/runtime.lock --frozen
 
-.PHONY: all deps deno run test bench install clean check fmt hallpass-request
-all: deps build/hallpass-launcher build/libhallpass-fastpath.so build/filter.bpf hallpass-request hallpass
+.PHONY: all deps deno run test bench install clean check fmt hallpass-request verify
+all: deps build/hallpass-launcher build/libhallpass-fastpath.so build/filter.bpf hallpass-request hallpass verify
 
 # Debian/Ubuntu packages the build and the tests use, installed only when missing.
 deps:
 	@missing=""; for p in $(APT_PKGS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "make: installing$$missing"; \
-	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+	  if [ "$$(id -u)" != 0 ] && ! command -v sudo >/dev/null; then \
+	    echo "make: missing packages:$$missing; as root: apt-get install$$missing (then make again)" >&2; exit 1; fi; \
+	  { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; } \
+	    >build-apt.log 2>&1 || { cat build-apt.log; echo "make: apt-get install$$missing failed (above)" >&2; exit 1; }; \
+	  rm -f build-apt.log; \
 	fi
 	@$(MAKE) --no-print-directory deno
 
@@ -38,7 +52,8 @@ deno: $(DENO)
 $(DENO):
 	@mkdir -p $(TOOLS)
 	@echo "make: installing deno $(DENO_VERSION) from the npm registry into .tools/"
-	@cd $(TOOLS) && npm install --silent --no-audit --no-fund deno@$(DENO_VERSION) >/dev/null
+	@cd $(TOOLS) && npm install --no-audit --no-fund deno@$(DENO_VERSION) >npm-install.log 2>&1 \
+	  || { cat npm-install.log; echo "make: npm install deno@$(DENO_VERSION) failed (above)" >&2; exit 1; }
 	@$(DENO) --version | head -1
 
 build/hallpass-launcher: helper/launcher/launcher.c
@@ -46,10 +61,17 @@ build/hallpass-launcher: helper/launcher/launcher.c
 	$(MUSL_CC) $(CFLAGS_STATIC) -o $@ $<
 	@strip $@ 2>/dev/null || true
 
-# The seccomp filter, compiled once here (lib/filter_build.ts): hallpass reads it instead of compiling at start-up.
-build/filter.bpf: lib/filter_plan.ts lib/syscall_table.ts lib/filter_build.ts lib/filter_files.ts ffi/seccomp.ts helper/bpf/prebuild.ts | deno
+# hallpass's npm packages in Deno's cache (runtime.lock: the test-only ones are not fetched). Output on failure.
+build/deps.stamp: runtime.lock deno.json | deno
 	@mkdir -p build
-	$(DENO) run --quiet --allow-all --no-prompt --cached-only helper/bpf/prebuild.ts build >/dev/null
+	@$(DENO) cache $(RUNTIME_LOCK) main.ts lib/supervisor/worker.ts helper/bpf/prebuild.ts >build/cache.log 2>&1 \
+	  || { cat build/cache.log; echo "make: deno could not fetch hallpass's packages (above)" >&2; exit 1; }
+	@touch $@
+
+# The seccomp filter, compiled once here (lib/filter_build.ts): hallpass reads it instead of compiling at start-up.
+build/filter.bpf: lib/filter_plan.ts lib/syscall_table.ts lib/filter_build.ts lib/filter_files.ts ffi/seccomp.ts helper/bpf/prebuild.ts build/deps.stamp
+	@mkdir -p build
+	$(DENO) run --quiet --allow-all --no-prompt --cached-only $(RUNTIME_LOCK) helper/bpf/prebuild.ts build >/dev/null
 
 # The supervisor's fast path (docs/performance.md): loaded by the Deno process, so built against its libc.
 build/libhallpass-fastpath.so: helper/fastpath/fastpath.c
@@ -70,29 +92,43 @@ hallpass-request: helper/hallpass-request/hallpass-request.c
 
 # ./hallpass: the compiled single binary where `deno compile` can get its runtime (DENORT_BIN or Deno's
 # download server), otherwise a script that runs the same code with `deno run`.
-hallpass: build/hallpass-launcher build/libhallpass-fastpath.so build/filter.bpf $(DENO) main.ts $(wildcard lib/*.ts lib/*/*.ts ffi/*.ts) deno.json
-	@$(DENO) install --quiet --entrypoint main.ts >/dev/null 2>&1 || $(DENO) cache --quiet main.ts
-	@if timeout 120 $(DENO) compile --quiet --allow-all --v8-flags=$(V8_FLAGS) --include build/hallpass-launcher --include build/libhallpass-fastpath.so --include build/filter.bpf --include build/filter-connect.bpf --include lib/supervisor/worker.ts -o build/hallpass-compiled main.ts >build/compile.log 2>&1 \
+hallpass: build/hallpass-launcher build/libhallpass-fastpath.so build/filter.bpf build/deps.stamp $(DENO) main.ts $(wildcard lib/*.ts lib/*/*.ts ffi/*.ts) deno.json runtime.lock
+	@if timeout 120 $(DENO) compile --quiet --allow-all $(RUNTIME_LOCK) --v8-flags=$(V8_FLAGS) --include build/hallpass-launcher --include build/libhallpass-fastpath.so --include build/filter.bpf --include build/filter-connect.bpf --include lib/supervisor/worker.ts -o build/hallpass-compiled main.ts >build/compile.log 2>&1 \
 	    && ! build/hallpass-compiled --version 2>&1 | grep -q '^deno '; then \
 	  cp build/hallpass-compiled hallpass; echo "make: ./hallpass is the compiled binary (deno compile)"; \
 	else \
-	  printf '#!/bin/sh\n# hallpass, run from source with the pinned deno (deno compile could not get its runtime here)\nexec "%s" run --quiet --allow-all --no-prompt --cached-only --v8-flags=$(V8_FLAGS) "%s/main.ts" "$$@"\n' "$(DENO)" "$(CURDIR)" > hallpass; \
+	  printf '#!/bin/sh\n# hallpass, run from source with the pinned deno (deno compile could not get its runtime here)\nexec "%s" run --quiet --allow-all --no-prompt --cached-only --lock="%s/runtime.lock" --frozen --v8-flags=$(V8_FLAGS) "%s/main.ts" "$$@"\n' "$(DENO)" "$(CURDIR)" "$(CURDIR)" > hallpass; \
 	  chmod +x hallpass; echo "make: ./hallpass is a script running main.ts with deno run (deno compile could not get its runtime: see build/compile.log)"; \
 	fi
+
+# Before saying done: ./hallpass starts, and runs a command in the sandbox (Landlock and seccomp work here).
+verify: hallpass
+	@v=$$(./hallpass --version 2>&1) || { echo "$$v"; echo "make: ./hallpass --version failed (above)" >&2; exit 1; }; \
+	d=$$(mktemp -d); out=$$(cd "$$d" && "$(CURDIR)/hallpass" --no-ask -- true 2>&1); rc=$$?; rm -rf "$$d"; \
+	if [ $$rc != 0 ]; then echo "$$out"; \
+	  echo "make: ./hallpass built, but a sandboxed 'true' failed (exit $$rc, above): ./hallpass doctor says why" >&2; exit 1; fi; \
+	echo "make: done: $$v; ./hallpass --no-ask -- true ran in the sandbox"
 
 run: all
 	./hallpass
 
 test: all
 	@$(MAKE) --no-print-directory deps APT_PKGS="$(TEST_PKGS)"
+	@DENO_DIR="$(TOOLS)/deno_dir" $(DENO) cache --frozen tests/ >build/cache-tests.log 2>&1 \
+	  || { cat build/cache-tests.log; echo "make: deno could not fetch the tests' packages (above)" >&2; exit 1; }
 	@bash tests/run_all.sh
 
 bench: all
 	@$(MAKE) --no-print-directory deps APT_PKGS="$(BENCH_PKGS)"
 	@bash bench/run.sh
 
+# Fast checks, before the tests (.ci/run): formatting, lint, and a type-check of every module (the Worker's
+# modules are loaded by URL, so main.ts alone never reaches them; tests/ and helper/ too), lockfiles frozen.
 check: deno
-	$(DENO) fmt --check && $(DENO) lint && $(DENO) check main.ts
+	$(DENO) fmt --check
+	$(DENO) lint
+	$(DENO) check --quiet --frozen main.ts lib/supervisor/worker.ts lib/ ffi/ helper/ tests/
+	$(DENO) cache --quiet $(RUNTIME_LOCK) main.ts lib/supervisor/worker.ts
 
 fmt: deno
 	$(DENO) fmt

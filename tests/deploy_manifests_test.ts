@@ -2,7 +2,7 @@
 // OCI runtime-spec's seccomp schema, and the files against each other (socket, paths, names, ports, rules).
 //
 // Where the schemas come from:
-// * Kubernetes: the npm package kubernetes-models (pinned in deno.json), whose validators are compiled from the
+// * Kubernetes: the npm package kubernetes-models (pinned here: test-only packages stay out of deno.json), whose validators are compiled from the
 //   Kubernetes OpenAPI document and whose TypeScript interfaces are generated from the same document. The
 //   validators check types, enums and required fields but let unknown fields through; the interfaces catch
 //   those (a misspelled `hostPid` is "not a known property"), so the manifests are also type-checked, once,
@@ -10,10 +10,14 @@
 // * OCI: tests/schemas/oci-seccomp.schema.json, written from runtime-spec's config-linux.md (no npm package
 //   ships it; the file says which text it follows), run with ajv.
 import assert from "node:assert/strict";
-import { Ajv } from "ajv";
-import * as core from "kubernetes-models/v1";
-import * as apps from "kubernetes-models/apps/v1";
-import { parseAllDocuments } from "yaml";
+// deno-lint-ignore no-import-prefix -- test-only packages are pinned here, not in deno.json (docs/development.md)
+import { Ajv } from "npm:ajv@8.20.0";
+// deno-lint-ignore no-import-prefix -- test-only packages are pinned here, not in deno.json (docs/development.md)
+import * as core from "npm:kubernetes-models@5.1.0/v1";
+// deno-lint-ignore no-import-prefix -- test-only packages are pinned here, not in deno.json (docs/development.md)
+import * as apps from "npm:kubernetes-models@5.1.0/apps/v1";
+// deno-lint-ignore no-import-prefix -- test-only packages are pinned here, not in deno.json (docs/development.md)
+import { parseAllDocuments } from "npm:yaml@2.9.1";
 import { parseAgentArgs } from "../lib/agent/agent_cli.ts";
 import { DEFAULT_LISTENER_PATH, seccompProfile } from "../lib/agent/profile.ts";
 import { parseRules } from "../lib/rules_file.ts";
@@ -45,12 +49,12 @@ interface Doc {
 
 /** Kinds we ship, each with its validator class and its TypeScript interface (module, name). */
 const KINDS: Record<string, { model: { new (data: Obj): { validate(): void } }; type: [string, string] }> = {
-  "v1/Namespace": { model: core.Namespace, type: ["kubernetes-models/v1", "INamespace"] },
-  "v1/ConfigMap": { model: core.ConfigMap, type: ["kubernetes-models/v1", "IConfigMap"] },
-  "v1/Secret": { model: core.Secret, type: ["kubernetes-models/v1", "ISecret"] },
-  "v1/Service": { model: core.Service, type: ["kubernetes-models/v1", "IService"] },
-  "v1/Pod": { model: core.Pod, type: ["kubernetes-models/v1", "IPod"] },
-  "apps/v1/DaemonSet": { model: apps.DaemonSet, type: ["kubernetes-models/apps/v1", "IDaemonSet"] },
+  "v1/Namespace": { model: core.Namespace, type: ["npm:kubernetes-models@5.1.0/v1", "INamespace"] },
+  "v1/ConfigMap": { model: core.ConfigMap, type: ["npm:kubernetes-models@5.1.0/v1", "IConfigMap"] },
+  "v1/Secret": { model: core.Secret, type: ["npm:kubernetes-models@5.1.0/v1", "ISecret"] },
+  "v1/Service": { model: core.Service, type: ["npm:kubernetes-models@5.1.0/v1", "IService"] },
+  "v1/Pod": { model: core.Pod, type: ["npm:kubernetes-models@5.1.0/v1", "IPod"] },
+  "apps/v1/DaemonSet": { model: apps.DaemonSet, type: ["npm:kubernetes-models@5.1.0/apps/v1", "IDaemonSet"] },
 };
 
 /**

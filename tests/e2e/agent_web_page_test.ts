@@ -7,7 +7,8 @@
  * Chromium missing is a failure, not a skip: `make deps` installs it (apt package `chromium`).
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import puppeteer, { type Browser, type Page } from "puppeteer-core";
+// deno-lint-ignore no-import-prefix -- test-only packages are pinned here, not in deno.json (docs/development.md)
+import puppeteer, { type Browser, type Page } from "npm:puppeteer-core@25.16.0";
 import type { AnswerService } from "../../lib/agent/answer_service.ts";
 import { podQuestion, startService } from "./answer_fixture.ts";
 

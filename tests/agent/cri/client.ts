@@ -4,8 +4,10 @@
  * Messages are plain objects with the proto's own snake_case field names; enums are their names as strings;
  * int64 fields are numbers; bytes fields are Uint8Arrays.
  */
-import * as grpc from "@grpc/grpc-js";
-import * as protoLoader from "@grpc/proto-loader";
+// deno-lint-ignore no-import-prefix -- test-only packages are pinned here, not in deno.json (docs/development.md)
+import * as grpc from "npm:@grpc/grpc-js@1.14.7";
+// deno-lint-ignore no-import-prefix -- test-only packages are pinned here, not in deno.json (docs/development.md)
+import * as protoLoader from "npm:@grpc/proto-loader@0.8.1";
 
 const PROTO = new URL("./api.proto", import.meta.url).pathname;
 
