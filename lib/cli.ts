@@ -14,6 +14,8 @@ export interface CliOptions {
   allowConnect: string[];
   mediate: { write: true; exec: boolean; connect: boolean };
   noAsk: boolean;
+  /** Exit 123 when the command exited 0 but something was denied (docs/ci.md). */
+  failOnDeny?: boolean;
   askProgram?: string;
   agents: string[];
   askTimeoutMs?: number;
@@ -52,6 +54,7 @@ options:
                          unix:/path, unix:/dir/**, unix:@name, unix:@prefix*
   --mediate LIST         categories that ask: write (always), exec, connect (default write,exec)
   --no-ask               never show a prompt: what would ask is denied (default without a terminal)
+  --fail-on-deny         exit 123 when the command succeeded but something was denied (CI; docs/ci.md)
   --ask-program PROG     questions go to PROG (JSON on stdin, one answer line back)
   --agent NAME           add the recipe for a known agent CLI (hallpass --agents lists them)
   --ask-timeout DURATION an unanswered question is denied after DURATION
@@ -75,7 +78,16 @@ const WITH_VALUE = new Set([
   "--log",
   "--rules",
 ]);
-const FLAGS = new Set(["--no-ask", "-q", "--quiet", "--version", "-h", "--help", "--agents"]);
+const FLAGS = new Set([
+  "--no-ask",
+  "--fail-on-deny",
+  "-q",
+  "--quiet",
+  "--version",
+  "-h",
+  "--help",
+  "--agents",
+]);
 
 export function parseCommandLine(argv: string[]): Invocation {
   const o: CliOptions = {
@@ -107,6 +119,7 @@ export function parseCommandLine(argv: string[]): Invocation {
       if (name === "--version") return { kind: "version" };
       if (name === "--agents") return { kind: "agents" };
       if (name === "--no-ask") o.noAsk = true;
+      if (name === "--fail-on-deny") o.failOnDeny = true;
       if (name === "-q" || name === "--quiet") o.quiet = true;
       continue;
     }

@@ -28,6 +28,7 @@ import { landlockPlan, type Plan } from "./plan.ts";
 import type { AskBackend } from "./types.ts";
 import { NoAsk } from "./ask/no_ask.ts";
 import { Summary } from "./summary.ts";
+import { DENIED_STATUS, finalStatus } from "./fail_on_deny.ts";
 import { SupervisorHost } from "./supervisor/host.ts";
 import type { PtySession } from "./ui/terminal.ts";
 
@@ -292,8 +293,16 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   if (pty) await pty.finish();
   for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
   if (!opts.quiet) summary.print((l) => console.error(l));
-  if (status.signal) return 128 + status.signal;
-  return status.code;
+  const denied = summary.lines().length > 0;
+  const code = finalStatus(
+    status.signal ? 128 + status.signal : status.code,
+    denied,
+    opts.failOnDeny ?? false,
+  );
+  if (code === DENIED_STATUS && code !== status.code) {
+    console.error(`hallpass: the command succeeded, but something was denied: exit ${code} (--fail-on-deny)`);
+  }
+  return code;
 }
 
 /**
