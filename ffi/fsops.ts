@@ -81,7 +81,27 @@ export const fs = {
   close: (fd: number) => {
     if (fd >= 0) libc().close(fd);
   },
+  /** The file type bits (S_IFMT) of what `fd` refers to (an O_PATH fd too), or -errno. */
+  fileType: (fd: number): number => {
+    const r = result(fslib().statx(fd, EMPTY, AT.EMPTY_PATH, 1 /* STATX_TYPE */, statxBuf));
+    if (r < 0) return r;
+    return new DataView(statxBuf.buffer).getUint16(28, true) & S_IFMT;
+  },
+  /** Sets or clears O_NONBLOCK on the open file description of `fd`; 0 or -errno. */
+  setNonblocking: (fd: number, on: boolean): number => {
+    const fl = result(libc().fcntl(fd, 3 /* F_GETFL */, 0));
+    if (fl < 0) return fl;
+    return result(libc().fcntl(fd, 4 /* F_SETFL */, on ? fl | O.NONBLOCK : fl & ~O.NONBLOCK));
+  },
+  /** Opens the very file an O_PATH fd refers to (through /proc/self/fd, never a path walk); fd or -errno. */
+  reopen: (pathFd: number, flags: number) =>
+    result(libc().openat(AT_FDCWD, cstr(`/proc/self/fd/${pathFd}`), flags | O.CLOEXEC, 0)),
 };
+
+/** File types (S_IFMT bits of st_mode). */
+export const S_IFMT = 0o170000, S_IFIFO = 0o010000, S_IFDIR = 0o040000, S_IFREG = 0o100000;
+const EMPTY = new Uint8Array(1);
+const statxBuf = new Uint8Array(256);
 
 function ptr(b: Uint8Array<ArrayBuffer>): bigint {
   return BigInt(Deno.UnsafePointer.value(Deno.UnsafePointer.of(b)));

@@ -64,6 +64,8 @@ const FS_SYMBOLS = {
   fremovexattr: { parameters: ["i32", "buffer"], result: "i32" },
   realpath: { parameters: ["buffer", "buffer"], result: "pointer" }, // char *realpath(const char *, char *)
   readlink: { parameters: ["buffer", "buffer", "usize"], result: "isize" }, // ssize_t readlink(path, buf, size)
+  // int statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *buf)
+  statx: { parameters: ["i32", "buffer", "i32", "u32", "buffer"], result: "i32" },
 } as const satisfies Deno.ForeignLibraryInterface;
 
 type Lib = Deno.DynamicLibrary<typeof SYMBOLS>["symbols"];

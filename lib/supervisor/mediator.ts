@@ -16,7 +16,7 @@
  */
 import { cstr, ptrOf, readlink, sys } from "../../ffi/libc.ts";
 import { getRemoteFd, type Notification, type NotifyFd, openat2, RESOLVE } from "../../ffi/notify.ts";
-import { fs } from "../../ffi/fsops.ts";
+import { fs, S_IFDIR, S_IFIFO, S_IFREG } from "../../ffi/fsops.ts";
 import { resolveSyscall } from "../../ffi/seccomp.ts";
 import { Policy } from "../policy.ts";
 import { scopeCovers } from "../path_scope.ts";
@@ -45,7 +45,9 @@ import { bindFd } from "../../ffi/net.ts";
 import { type ConnectTarget, formatTarget, suggestDestScopes } from "../connect_dest.ts";
 import { RequestHandler } from "./requests.ts";
 
-const EACCES = 13, EFAULT = 14, ENAMETOOLONG = 36, ENOSYS = 38, EOPNOTSUPP = 95;
+const EAGAIN = 11, EACCES = 13, EFAULT = 14, ENXIO = 6, EISDIR = 21, EINVAL = 22, ENAMETOOLONG = 36, ENOSYS = 38,
+  EOPNOTSUPP = 95;
+const O_NONBLOCK = 0o4000, O_PATH = 0o10000000;
 const O_WRONLY = 0o1,
   O_CREAT = 0o100,
   O_EXCL = 0o200,
@@ -82,6 +84,8 @@ interface Pending {
   suggest?: string;
   /** The end the question was about (its scopes are that end's). */
   asked?: string;
+  /** For an open waiting for a FIFO's reader: writes its log line once performed. */
+  log?: (rec: Record<string, unknown>) => void;
   /** How many of its ends still asked when the question was put (a rename or link: 1 or 2). */
   asking?: number;
   qid: number;
@@ -485,6 +489,13 @@ export class Mediator {
       return;
     }
     const r = this.#cfg.container ? this.#asCaller(n.tid, () => this.#emulate(p)) : this.#emulate(p);
+    if (r.wait) {
+      // A FIFO without a reader (the kernel would block the caller until one comes): the call waits, the loop
+      // does not; tried again at every sweep (retryWaiting) while the caller lives.
+      this.#waiting.add(p);
+      p.log = log;
+      return;
+    }
     fs.close(p.fdCopy);
     this.stats.emulated++;
     if (r.sent) {
@@ -492,6 +503,28 @@ export class Mediator {
     } else if (r.value >= 0) this.#nfd.succeed(n.id, r.value);
     else this.#nfd.fail(n.id, -r.value);
     log({ op: "write", syscall: call!.name, target, emulated: true, result: r.value });
+  }
+
+  /** Performed opens waiting for a FIFO's reader (see #allow). */
+  readonly #waiting = new Set<Pending>();
+
+  /** Tries the waiting opens again; forgets those whose caller is gone. */
+  retryWaiting(): void {
+    for (const p of this.#waiting) {
+      if (!this.#nfd.idValid(p.n.id)) {
+        this.#waiting.delete(p);
+        continue;
+      }
+      const r = this.#cfg.container ? this.#asCaller(p.n.tid, () => this.#emulate(p)) : this.#emulate(p);
+      if (r.wait) continue;
+      this.#waiting.delete(p);
+      this.stats.emulated++;
+      if (!r.sent) {
+        if (r.value >= 0) this.#nfd.succeed(p.n.id, r.value);
+        else this.#nfd.fail(p.n.id, -r.value);
+      }
+      p.log?.({ op: "write", syscall: p.call!.name, target: p.targets[0].path, emulated: true, result: r.value });
+    }
   }
 
   /**
@@ -686,14 +719,14 @@ export class Mediator {
     this.#requests.withdrawDead((n) => this.#nfd.idValid(n.id));
   }
 
-  /** Questions waiting for an answer (operations and hallpass-request requests). */
+  /** Questions waiting for an answer (operations and hallpass-request requests), and opens waiting for a FIFO. */
   get pendingCount(): number {
-    return this.#pending.size + this.#requests.pendingCount;
+    return this.#pending.size + this.#requests.pendingCount + this.#waiting.size;
   }
 
   // ---------------------------------------------------------------- emulation
 
-  #emulate(p: Pending): { value: number; sent: boolean } {
+  #emulate(p: Pending): { value: number; sent: boolean; wait?: boolean } {
     const { n, call } = p;
     const c = call!;
     const a = n.args;
@@ -717,24 +750,46 @@ export class Mediator {
           // (F_GETFL, /proc/PID/fdinfo), and the program did not ask for it. openat2 refuses unknown flag bits
           // (openat ignores them) and a mode without O_CREAT/O_TMPFILE.
           const how = (flags & VALID_OPEN_FLAGS) | O_CLOEXEC | 0o400 /* O_NOCTTY */;
+          // Never blocks on what the sandbox controls: O_NONBLOCK (a FIFO without a reader says ENXIO, a device
+          // does not wait, a leased file says EAGAIN), cleared again below when the program did not ask for it.
           const fd = openat2(
             dirfd,
             nameC,
-            how,
+            how | O_NONBLOCK,
             how & (O_CREAT | O_TMPFILE) ? mode & ~umask : 0,
             RESOLVE_NO_SYMLINKS,
           );
+          if (!(flags & O_NONBLOCK)) {
+            // The kernel would block the caller: a writer on a FIFO until a reader comes, a lease until broken.
+            if (fd === -EAGAIN) return { value: fd, sent: false, wait: true };
+            if (fd === -ENXIO && (flags & 3) === O_WRONLY && isFifo(dirfd, nameC)) {
+              return { value: fd, sent: false, wait: true };
+            }
+          }
           if (fd < 0) return { value: fd, sent: false };
+          if (!(flags & O_NONBLOCK)) fs.setNonblocking(fd, false);
           const r = this.#nfd.addFdAndReturn(n.id, fd, (flags & O_CLOEXEC) !== 0);
           fs.close(fd);
           return { value: r, sent: r >= 0 };
         }
         case "truncate": {
-          const fd = fs.openat(dirfd, nameC, O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0);
-          if (fd < 0) return { value: fd, sent: false };
-          const r = fs.ftruncate(fd, BigInt.asIntN(64, a[1]));
-          fs.close(fd);
-          return { value: r, sent: false };
+          // Type-checked before it is opened for writing: a FIFO or device is never opened (it could block, a
+          // device's open can act), and the kernel's truncate(2) refuses them anyway.
+          const pathFd = fs.openat(dirfd, nameC, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
+          if (pathFd < 0) return { value: pathFd, sent: false };
+          try {
+            const type = fs.fileType(pathFd);
+            if (type < 0) return { value: type, sent: false };
+            if (type === S_IFDIR) return { value: -EISDIR, sent: false };
+            if (type !== S_IFREG) return { value: -EINVAL, sent: false };
+            const fd = fs.reopen(pathFd, O_WRONLY | O_NONBLOCK);
+            if (fd < 0) return { value: fd, sent: false };
+            const r = fs.ftruncate(fd, BigInt.asIntN(64, a[1]));
+            fs.close(fd);
+            return { value: r, sent: false };
+          } finally {
+            fs.close(pathFd);
+          }
         }
         case "mkdir":
           return {
@@ -1174,6 +1229,8 @@ export class Mediator {
   }
 
   close(): void {
+    for (const p of this.#waiting) if (this.#nfd.idValid(p.n.id)) this.#nfd.fail(p.n.id, EACCES);
+    this.#waiting.clear();
     for (const p of this.#pending.values()) {
       if (this.#nfd.idValid(p.n.id)) this.#nfd.fail(p.n.id, EACCES);
       fs.close(p.fdCopy);
@@ -1270,6 +1327,17 @@ function setThreadFsCreds(uid: number, gid: number, groups: number[]): void {
 
 function programInView(p: string): boolean {
   return p.startsWith("/") && view.accessExec(p) === 0 && !view.isDirectory(p);
+}
+
+/** Whether `name` in `dirfd` is a FIFO (looked at through an O_PATH fd: opening it could block). */
+function isFifo(dirfd: number, name: Uint8Array<ArrayBuffer>): boolean {
+  const fd = openat2(dirfd, name, O_PATH | O_CLOEXEC, 0, RESOLVE_NO_SYMLINKS);
+  if (fd < 0) return false;
+  try {
+    return fs.fileType(fd) === S_IFIFO;
+  } finally {
+    fs.close(fd);
+  }
 }
 
 /** Opens the canonical parent of `path` without following symlinks; returns its fd and the last name. */

@@ -159,6 +159,7 @@ async function main(): Promise<void> {
     if (busy) {
       const now = Date.now();
       if (now - lastSweep > 200) {
+        m.retryWaiting();
         m.withdrawDead();
         m.net.sweep();
         lastSweep = now;

@@ -8,7 +8,7 @@
  * A DIRFD argument is "." (AT_FDCWD), a directory path that is opened O_RDONLY|O_DIRECTORY first (a read), or
  * "fd:PATH" (an O_PATH fd of any file, for AT_EMPTY_PATH).
  * FLAGS are words joined with "|": open flags (rdonly wronly rdwr creat excl trunc append cloexec nofollow
- * directory), AT_* (symlink_nofollow symlink_follow removedir empty_path), rename (noreplace exchange), or 0.
+ * directory nonblock), AT_* (symlink_nofollow symlink_follow removedir empty_path), rename (noreplace exchange), or 0.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -59,7 +59,7 @@ static long flags_of(const char *s) {
   static const struct { const char *n; long v; } t[] = {
       {"0", 0}, {"rdonly", O_RDONLY}, {"wronly", O_WRONLY}, {"rdwr", O_RDWR}, {"creat", O_CREAT},
       {"excl", O_EXCL}, {"trunc", O_TRUNC}, {"append", O_APPEND}, {"cloexec", O_CLOEXEC},
-      {"nofollow", O_NOFOLLOW}, {"directory", O_DIRECTORY}, {"path", O_PATH}, {"tmpfile", O_TMPFILE},
+      {"nofollow", O_NOFOLLOW}, {"directory", O_DIRECTORY}, {"nonblock", O_NONBLOCK}, {"path", O_PATH}, {"tmpfile", O_TMPFILE},
       {"symlink_nofollow", AT_SYMLINK_NOFOLLOW}, {"symlink_follow", AT_SYMLINK_FOLLOW},
       {"removedir", AT_REMOVEDIR}, {"empty_path", AT_EMPTY_PATH}, {"noreplace", RENAME_NOREPLACE},
       {"exchange", RENAME_EXCHANGE}, {"xcreate", XATTR_CREATE}, {"xreplace", XATTR_REPLACE},
