@@ -2,7 +2,7 @@
  * File system operations the supervisor performs on behalf of a sandboxed process (emulation).
  * Each returns the call's result or -errno; none throws. Paths are Uint8Array C strings (see cstr).
  */
-import { AT, AT_FDCWD, cstr, fslib, libc, libcMore, O, result, sys } from "./libc.ts";
+import { AT, AT_FDCWD, cstr, fslib, libc, libcMore, O, result, SYS, sys } from "./libc.ts";
 import { openat2, RESOLVE } from "./notify.ts";
 
 /** Opens a canonical directory path without following any symlink or magic link. */
@@ -38,7 +38,7 @@ export const fs = {
     result(fslib().symlinkat(target, dfd, name)),
   /** fchmodat2 with AT_SYMLINK_NOFOLLOW (Linux 6.6+): on a symlink, EOPNOTSUPP as the kernel says. */
   fchmodatNoFollow: (dfd: number, name: Uint8Array<ArrayBuffer>, mode: number) => {
-    const r = sys(452, dfd, ptr(name), mode, AT.SYMLINK_NOFOLLOW);
+    const r = sys(SYS.fchmodat2, dfd, ptr(name), mode, AT.SYMLINK_NOFOLLOW);
     if (r !== -38) return r;
     // Older kernels: open the entry without following it, then chmod through /proc/self/fd.
     const fd = result(libc().openat(dfd, name, O.PATH | O.NOFOLLOW | O.CLOEXEC, 0));
@@ -69,7 +69,7 @@ export const fs = {
   fchown: (fd: number, uid: number, gid: number) => result(fslib().fchown(fd, uid, gid)),
   /** The raw system call: glibc's utimensat() refuses a NULL path with EINVAL. */
   futimens: (fd: number, times: Uint8Array<ArrayBuffer> | null) =>
-    sys(Deno.build.arch === "aarch64" ? 88 : 280, fd, 0, times ? ptr(times) : 0, 0),
+    sys(SYS.utimensat, fd, 0, times ? ptr(times) : 0, 0),
   fsetxattr: (
     fd: number,
     attr: Uint8Array<ArrayBuffer>,
@@ -83,15 +83,15 @@ export const fs = {
   },
   /** The file type bits (S_IFMT) of what `fd` refers to (an O_PATH fd too), or -errno. */
   fileType: (fd: number): number => {
-    const r = result(fslib().statx(fd, EMPTY, AT.EMPTY_PATH, 1 /* STATX_TYPE */, statxBuf));
+    const r = result(fslib().statx(fd, EMPTY, AT.EMPTY_PATH, 1, /* STATX_TYPE */ statxBuf));
     if (r < 0) return r;
     return new DataView(statxBuf.buffer).getUint16(28, true) & S_IFMT;
   },
   /** Sets or clears O_NONBLOCK on the open file description of `fd`; 0 or -errno. */
   setNonblocking: (fd: number, on: boolean): number => {
-    const fl = result(libc().fcntl(fd, 3 /* F_GETFL */, 0));
+    const fl = result(libc().fcntl(fd, 3, /* F_GETFL */ 0));
     if (fl < 0) return fl;
-    return result(libc().fcntl(fd, 4 /* F_SETFL */, on ? fl | O.NONBLOCK : fl & ~O.NONBLOCK));
+    return result(libc().fcntl(fd, 4, /* F_SETFL */ on ? fl | O.NONBLOCK : fl & ~O.NONBLOCK));
   },
   /** Opens the very file an O_PATH fd refers to (through /proc/self/fd, never a path walk); fd or -errno. */
   reopen: (pathFd: number, flags: number) =>

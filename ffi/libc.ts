@@ -5,6 +5,8 @@
  * errno is read with __errno_location() right after each synchronous call on the same thread.
  */
 import { SysError } from "./errors.ts";
+import { SYS } from "./syscall_numbers.ts";
+export { SYS };
 
 const SYMBOLS = {
   __errno_location: { parameters: [], result: "pointer" }, // int *__errno_location(void)
@@ -161,23 +163,6 @@ export const AT = {
   REMOVEDIR: 0x200,
   SYMLINK_FOLLOW: 0x400,
   EMPTY_PATH: 0x1000,
-} as const;
-
-export const SYS = {
-  fcntl: 72,
-  seccomp: 317,
-  memfd_create: 319,
-  process_vm_readv: 310,
-  ioctl: 16,
-  pipe2: 293,
-  waitid: 247,
-  pidfd_send_signal: 424,
-  pidfd_open: 434,
-  pidfd_getfd: 438,
-  openat2: 437,
-  landlock_create_ruleset: 444,
-  landlock_add_rule: 445,
-  landlock_restrict_self: 446,
 } as const;
 
 /** fcntl(F_DUPFD_CLOEXEC): a close-on-exec copy of `fd`, or -errno. */

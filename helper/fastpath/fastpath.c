@@ -442,6 +442,53 @@ enum { META_NONE, META_CHMOD, META_CHOWN, META_UTIMENS };
  * RESOLVE_NO_SYMLINKS and checked, never following the last component. 1: answered (or the call was
  * withdrawn), 0: for the mediator.
  */
+/*
+ * The lines of /proc/<tid>/status the kernel checks a metadata call with (Uid, Gid, Groups, CapEff), joined
+ * into `out`; 0, or -1 when unreadable.
+ */
+static int cred_lines(const char *status_path, char *out, size_t size) {
+	char buf[4096];
+	int fd = open(status_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) return -1;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0) return -1;
+	buf[n] = 0;
+	size_t len = 0;
+	static const char *const want[] = {"\nUid:", "\nGid:", "\nGroups:", "\nCapEff:"};
+	for (unsigned i = 0; i < sizeof want / sizeof want[0]; i++) {
+		const char *l = strstr(buf, want[i]);
+		if (!l) return -1;
+		const char *e = strchr(l + 1, '\n');
+		size_t ll = e ? (size_t)(e - l) : strlen(l);
+		if (len + ll >= size) return -1;
+		memcpy(out + len, l, ll);
+		len += ll;
+	}
+	out[len] = 0;
+	return 0;
+}
+
+/*
+ * Whether a metadata call of thread `tid` may be performed here, with our credentials: only when they are the
+ * caller's (ids, groups, effective capabilities). A supervisor without capabilities has the caller's (the
+ * sandbox cannot gain any: no_new_privs); one with capabilities (root) compares, and leaves any difference
+ * (a process that changed users or dropped capabilities) to the mediator, which performs as the caller.
+ */
+static int same_creds(pid_t tid) {
+	static int own_ok = -1; /* -1 unknown, 0 privileged (compare), 1 without capabilities */
+	static char own[1024];
+	if (own_ok < 0) {
+		if (cred_lines("/proc/thread-self/status", own, sizeof own) < 0) return 0;
+		const char *c = strstr(own, "\nCapEff:");
+		own_ok = c && strspn(c + 8, "\t 0") == strlen(c + 8) ? 1 : 0;
+	}
+	if (own_ok == 1) return 1;
+	char path[40], theirs[1024];
+	snprintf(path, sizeof path, "/proc/%d/status", tid);
+	return cred_lines(path, theirs, sizeof theirs) == 0 && strcmp(own, theirs) == 0;
+}
+
 static int meta(struct hp_fast *h, int listener, const struct seccomp_notif *n) {
 	const __u64 *a = n->data.args;
 	pid_t tid = (pid_t)n->pid;
@@ -488,6 +535,7 @@ static int meta(struct hp_fast *h, int listener, const struct seccomp_notif *n) 
 	default:
 		return 0;
 	}
+	if (!same_creds(tid)) return 0;
 	/*
 	 * The program's own fd named as /proc/self/fd/N (glibc's fchmodat(AT_SYMLINK_NOFOLLOW) on kernels before
 	 * fchmodat2, and what programs do with O_PATH fds): the fd form, through the same name on our copy.

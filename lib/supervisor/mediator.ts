@@ -14,7 +14,8 @@
  *     checked (ID_VALID) after reading the thread's memory and before acting.
  * The Worker never waits for a person: questions go to the main thread and are answered later by id.
  */
-import { cstr, ptrOf, readlink, sys } from "../../ffi/libc.ts";
+import { cstr, readlink } from "../../ffi/libc.ts";
+import { setThreadEffectiveCaps, setThreadFsCreds } from "../../ffi/creds.ts";
 import { getRemoteFd, type Notification, type NotifyFd, openat2, RESOLVE } from "../../ffi/notify.ts";
 import { fs, S_IFDIR, S_IFIFO, S_IFREG } from "../../ffi/fsops.ts";
 import { resolveSyscall } from "../../ffi/seccomp.ts";
@@ -45,7 +46,14 @@ import { bindFd } from "../../ffi/net.ts";
 import { type ConnectTarget, formatTarget, suggestDestScopes } from "../connect_dest.ts";
 import { RequestHandler } from "./requests.ts";
 
-const EAGAIN = 11, EACCES = 13, EFAULT = 14, ENXIO = 6, EISDIR = 21, EINVAL = 22, ENAMETOOLONG = 36, ENOSYS = 38,
+const EAGAIN = 11,
+  EACCES = 13,
+  EFAULT = 14,
+  ENXIO = 6,
+  EISDIR = 21,
+  EINVAL = 22,
+  ENAMETOOLONG = 36,
+  ENOSYS = 38,
   EOPNOTSUPP = 95;
 const O_NONBLOCK = 0o4000, O_PATH = 0o10000000;
 const O_WRONLY = 0o1,
@@ -84,6 +92,12 @@ interface Pending {
   suggest?: string;
   /** The end the question was about (its scopes are that end's). */
   asked?: string;
+  /** What the emulation reads from the caller's memory (see #mem). */
+  mem?: {
+    text: Uint8Array | null;
+    times: Uint8Array<ArrayBuffer> | null | number;
+    xattr?: { name: Uint8Array<ArrayBuffer>; value: Uint8Array<ArrayBuffer>; size: number } | number;
+  };
   /** For an open waiting for a FIFO's reader: writes its log line once performed. */
   log?: (rec: Record<string, unknown>) => void;
   /** How many of its ends still asked when the question was put (a rename or link: 1 or 2). */
@@ -117,7 +131,7 @@ export class Mediator {
   /** A container's runtime executable (dev, ino), while its setup runs (see #inRuntimeSetup). */
   #setupExe: [number, number] | null = null;
   /** This Worker thread's own file system credentials (see #asCaller). */
-  #ownCreds: { uid: number; gid: number; groups: number[] } | null = null;
+  #ownCreds: { uid: number; gid: number; groups: number[]; capEff: bigint } | null = null;
   readonly proc: ProcInfo;
   readonly #requests: RequestHandler;
   readonly #log: Deno.FsFile | null;
@@ -457,9 +471,7 @@ export class Mediator {
       who && this.#logLine({ ...who, ...rec, decision: "allow", by });
     const target = p.targets.map((t) => t.path).join(" → ");
     if (p.bindFd !== undefined) {
-      const r = this.#cfg.container
-        ? this.#asCaller(n.tid, () => this.#emulateBind(p))
-        : this.#emulateBind(p);
+      const r = this.#asCaller(n.tid, () => this.#emulateBind(p));
       this.stats.emulated++;
       if (r >= 0) this.#nfd.succeed(n.id, 0);
       else this.#nfd.fail(n.id, -r);
@@ -467,7 +479,8 @@ export class Mediator {
       return;
     }
     if (p.net) {
-      const r = this.net.perform(n, p.net);
+      const net = p.net;
+      const r = this.#asCaller(n.tid, () => this.net.perform(n, net));
       this.stats.emulated++;
       log({ op: "connect", syscall: p.net.kind, target, result: r });
       return;
@@ -488,7 +501,8 @@ export class Mediator {
       fs.close(p.fdCopy);
       return;
     }
-    const r = this.#cfg.container ? this.#asCaller(n.tid, () => this.#emulate(p)) : this.#emulate(p);
+    if (call) this.#mem(p);
+    const r = this.#asCaller(n.tid, () => this.#emulate(p));
     if (r.wait) {
       // A FIFO without a reader (the kernel would block the caller until one comes): the call waits, the loop
       // does not; tried again at every sweep (retryWaiting) while the caller lives.
@@ -515,7 +529,12 @@ export class Mediator {
         this.#waiting.delete(p);
         continue;
       }
-      const r = this.#cfg.container ? this.#asCaller(p.n.tid, () => this.#emulate(p)) : this.#emulate(p);
+      let r: { value: number; sent: boolean; wait?: boolean };
+      try {
+        r = this.#asCaller(p.n.tid, () => this.#emulate(p));
+      } catch {
+        r = { value: -EACCES, sent: false }; // fail closed
+      }
       if (r.wait) continue;
       this.#waiting.delete(p);
       this.stats.emulated++;
@@ -523,25 +542,39 @@ export class Mediator {
         if (r.value >= 0) this.#nfd.succeed(p.n.id, r.value);
         else this.#nfd.fail(p.n.id, -r.value);
       }
-      p.log?.({ op: "write", syscall: p.call!.name, target: p.targets[0].path, emulated: true, result: r.value });
+      p.log?.({
+        op: "write",
+        syscall: p.call!.name,
+        target: p.targets[0].path,
+        emulated: true,
+        result: r.value,
+      });
     }
   }
 
   /**
-   * In a container the agent (root) performs an allowed write for a process that may run as another user: it
-   * acts with that thread's file system ids and groups (per-thread credentials, set on this Worker's thread
-   * only), so permissions are checked as for the process and what it creates is owned as it would be.
+   * A performed write is done with the caller's credentials, never the supervisor's: its file system ids,
+   * groups and effective capabilities (per-thread, set on this Worker's thread only), so the kernel checks
+   * permissions as for the caller and what is created is owned as it would be. The supervisor may be root with
+   * every capability (locally, or `hallpass agent` on a node) while the caller is another user, or root with
+   * few capabilities: it must lend none. The caller's umask is applied by each emulation; no_new_privs does not
+   * bear on a file operation (nothing is executed).
    */
   #asCaller<T>(tid: number, fn: () => T): T {
     const c = this.proc.fsCreds(tid);
     const own = this.#ownCreds ??= this.proc.fsCreds("thread-self");
     if (c === null || own === null) throw new Error(`cannot read the credentials of ${tid}`);
-    if (c.uid === own.uid && c.gid === own.gid && c.groups.join() === own.groups.join()) return fn();
-    setThreadFsCreds(c.uid, c.gid, c.groups);
+    const sameIds = c.uid === own.uid && c.gid === own.gid && c.groups.join() === own.groups.join();
+    if (sameIds && c.capEff === own.capEff) return fn();
+    if (!sameIds) setThreadFsCreds(c.uid, c.gid, c.groups);
     try {
+      // After the ids: changing the fsuid from 0 clears the file system capabilities, which are set here.
+      setThreadEffectiveCaps(c.capEff);
       return fn();
     } finally {
-      setThreadFsCreds(own.uid, own.gid, own.groups);
+      // Capabilities first: taking our ids back (setgroups) needs CAP_SETGID, which the caller may lack.
+      setThreadEffectiveCaps(own.capEff);
+      if (!sameIds) setThreadFsCreds(own.uid, own.gid, own.groups);
     }
   }
 
@@ -652,6 +685,19 @@ export class Mediator {
     if (this.#requests.owns(qid)) return this.#requests.answer(qid, a);
     const p = this.#pending.get(qid);
     if (!p) return;
+    try {
+      this.#answer(qid, p, a);
+    } catch (e) {
+      // Fail closed, as handle() does: the call does not go through, the session goes on.
+      this.#pending.delete(qid);
+      fs.close(p.fdCopy);
+      if (this.#nfd.idValid(p.n.id)) this.#nfd.fail(p.n.id, EACCES);
+      this.stats.denied++;
+      this.#logLine({ pid: p.n.tid, op: p.op, target: "?", decision: "deny", by: "error", error: String(e) });
+    }
+  }
+
+  #answer(qid: number, p: Pending, a: Answer): void {
     this.#pending.delete(qid);
     if (!this.#nfd.idValid(p.n.id)) {
       fs.close(p.fdCopy);
@@ -830,7 +876,7 @@ export class Mediator {
           }
         }
         case "symlink": {
-          const text = this.#nfd.readCString(n.tid, a[0]);
+          const text = this.#mem(p).text;
           if (text === null) return { value: -EFAULT, sent: false };
           return { value: fs.symlinkat(cstr(text), dirfd, nameC), sent: false };
         }
@@ -846,12 +892,12 @@ export class Mediator {
           };
         }
         case "utime": {
-          const ts = this.#readTimes(n, c);
+          const ts = this.#mem(p).times;
           if (typeof ts === "number") return { value: ts, sent: false };
           return { value: fs.utimensatNoFollow(dirfd, nameC, ts), sent: false };
         }
         case "setxattr": {
-          const x = this.#readXattr(n, 1, 2, 3);
+          const x = this.#mem(p).xattr!;
           if (typeof x === "number") return { value: x, sent: false };
           return {
             value: fs.lsetxattrAt(dirfd, name, x.name, x.value, x.size, Number(a[4] & 0xffffffffn)),
@@ -859,7 +905,7 @@ export class Mediator {
           };
         }
         case "removexattr": {
-          const attr = this.#nfd.readCString(n.tid, a[1], 256);
+          const attr = this.#mem(p).text;
           if (attr === null) return { value: -EFAULT, sent: false };
           return { value: fs.lremovexattrAt(dirfd, name, cstr(attr)), sent: false };
         }
@@ -895,22 +941,38 @@ export class Mediator {
         return fs.fchown(fd, Number(u & 0xffffffffn), Number(g & 0xffffffffn));
       }
       case "utime": {
-        const ts = this.#readTimes(n, c);
+        const ts = this.#mem(p).times;
         if (typeof ts === "number") return ts;
         return fs.futimens(fd, ts);
       }
       case "setxattr": {
-        const x = this.#readXattr(n, 1, 2, 3);
+        const x = this.#mem(p).xattr!;
         if (typeof x === "number") return x;
         return fs.fsetxattr(fd, x.name, x.value, x.size, Number(a[4] & 0xffffffffn));
       }
       case "removexattr": {
-        const attr = this.#nfd.readCString(n.tid, a[1], 256);
+        const attr = this.#mem(p).text;
         if (attr === null) return -EFAULT;
         return fs.fremovexattr(fd, cstr(attr));
       }
     }
     return -EOPNOTSUPP;
+  }
+
+  /**
+   * What an emulation needs from the caller's memory (a symlink's text, times, an xattr), read once and before
+   * the caller's credentials are taken on (#asCaller): reading another process's memory needs ours.
+   */
+  #mem(p: Pending): NonNullable<Pending["mem"]> {
+    if (p.mem) return p.mem;
+    const c = p.call!, n = p.n, a = n.args;
+    const m: NonNullable<Pending["mem"]> = { text: null, times: null };
+    if (c.kind === "symlink") m.text = this.#nfd.readCString(n.tid, a[0]);
+    else if (c.kind === "removexattr") m.text = this.#nfd.readCString(n.tid, a[1], 256);
+    else if (c.kind === "utime") m.times = this.#readTimes(n, c);
+    else if (c.kind === "setxattr") m.xattr = this.#readXattr(n, 1, 2, 3);
+    p.mem = m;
+    return m;
   }
 
   /** Reads the times argument of the utime family as struct timespec[2] (null = now). */
@@ -1307,22 +1369,6 @@ function askedEnd(targets: Target[], verdicts: Verdict[]): string {
 function startsWithMagic(raw: Uint8Array): boolean {
   for (let i = 0; i < MAGIC_PREFIX.length; i++) if (raw[i] !== MAGIC_PREFIX.charCodeAt(i)) return false;
   return true;
-}
-
-/**
- * setgroups, setfsgid, setfsuid as raw system calls: they change only the calling thread's credentials (the C
- * library would change every thread's). Throws when the kernel did not take them.
- */
-function setThreadFsCreds(uid: number, gid: number, groups: number[]): void {
-  const buf = new Uint8Array(Math.max(128, groups.length * 4));
-  const v = new DataView(buf.buffer);
-  groups.forEach((g, i) => v.setUint32(i * 4, g, true));
-  const SETGROUPS = 116, SETFSUID = 122, SETFSGID = 123;
-  if (sys(SETGROUPS, groups.length, ptrOf(buf)) < 0) throw new Error("setgroups failed");
-  sys(SETFSGID, gid);
-  sys(SETFSUID, uid);
-  // Both return the previous id and never fail: read the ids back to be sure they took.
-  if (sys(SETFSUID, -1) !== uid || sys(SETFSGID, -1) !== gid) throw new Error("setfsuid/setfsgid failed");
 }
 
 function programInView(p: string): boolean {

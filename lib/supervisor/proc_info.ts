@@ -56,14 +56,17 @@ export class ProcInfo {
   }
 
   /** The file system uid and gid and the supplementary groups a thread acts with, or null. */
-  fsCreds(tid: number | "thread-self"): { uid: number; gid: number; groups: number[] } | null {
+  /** A thread's file system ids, groups and effective capabilities (what the kernel checks a write with). */
+  fsCreds(
+    tid: number | "thread-self",
+  ): { uid: number; gid: number; groups: number[]; capEff: bigint } | null {
     const st = readText(tid === "thread-self" ? "/proc/thread-self/status" : `/proc/${tid}/status`);
-    const u = field(st, "Uid"), g = field(st, "Gid"), gr = field(st, "Groups");
-    if (u === null || g === null) return null;
+    const u = field(st, "Uid"), g = field(st, "Gid"), gr = field(st, "Groups"), ce = field(st, "CapEff");
+    if (u === null || g === null || ce === null || !/^[0-9a-f]{1,16}$/.test(ce)) return null;
     const fsuid = Number(u.trim().split(/\s+/)[3]), fsgid = Number(g.trim().split(/\s+/)[3]);
     if (!Number.isInteger(fsuid) || !Number.isInteger(fsgid)) return null;
     const groups = (gr ?? "").trim().split(/\s+/).filter(Boolean).map(Number).filter(Number.isInteger);
-    return { uid: fsuid, gid: fsgid, groups };
+    return { uid: fsuid, gid: fsgid, groups, capEff: BigInt("0x" + ce) };
   }
 
   ppid(pid: number): number {

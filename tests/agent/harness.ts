@@ -134,6 +134,8 @@ export interface BundleOptions {
   hostNetwork?: boolean;
   /** Run the process as this uid/gid (default root). */
   user?: { uid: number; gid: number };
+  /** Without hallpass's seccomp profile: the control of what the kernel itself allows the container. */
+  noSeccomp?: boolean;
 }
 
 /** A bundle directory with a busybox rootfs and a config.json using hallpass's seccomp profile. */
@@ -177,7 +179,9 @@ export async function makeBundle(dir: string, o: BundleOptions): Promise<string>
   config.process.env = ["PATH=/bin", "HOME=/root"];
   if (o.user) config.process.user = { uid: o.user.uid, gid: o.user.gid, additionalGids: [o.user.gid] };
   config.root.readonly = false;
-  config.linux.seccomp = seccompProfile({ listenerPath: o.socket, connect: o.connect ?? false });
+  if (!o.noSeccomp) {
+    config.linux.seccomp = seccompProfile({ listenerPath: o.socket, connect: o.connect ?? false });
+  }
   config.annotations = {
     "io.kubernetes.cri.sandbox-namespace": o.namespace ?? "default",
     "io.kubernetes.cri.sandbox-name": o.pod ?? "web",

@@ -1,0 +1,126 @@
+/**
+ * A performed write lends nothing (docs/threat-model.md, "Writes"): what the supervisor does for a sandboxed
+ * process (an answered write outside the floor, a metadata call in the project, by the mediator or the fast
+ * path) is done with that process's file system ids, groups and effective capabilities. Root only: the
+ * sandboxed root drops its capabilities (setpriv --bounding-set=-all) or becomes another user, and the kernel
+ * refuses it what the files' owner and mode refuse; hallpass, root with every capability, must not do it in
+ * its stead. Each case has a bare control; judged from outside (the files' contents, owner, mode, time).
+ */
+import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
+import { askProgram, bare, hallpass, isRoot, scratch } from "./harness.ts";
+
+const ignore = !isRoot();
+const ENGINES: [string, Record<string, string>][] = [
+  ["fast path", {}],
+  ["mediator", { HALLPASS_FAST_PATH: "0" }],
+];
+
+/** The sandboxed command: root without capabilities, or uid 4243. */
+const DROPS: [string, string[]][] = [
+  ["root without capabilities", ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--"]],
+  ["another user", ["setpriv", "--reuid=4243", "--regid=4243", "--clear-groups", "--"]],
+];
+
+const SCRIPT = (d: string) =>
+  `echo x > ${d}/victim; echo "write=$?"; chmod 666 ${d}/owned; echo "chmod=$?"; ` +
+  `chown 0 ${d}/owned; echo "chown=$?"; echo y > ${d}/priv/new; echo "create=$?"; ` +
+  `touch -d 2001-01-01 ${d}/owned; echo "utime=$?"`;
+
+async function plant(d: string): Promise<void> {
+  await Deno.chmod(d, 0o755);
+  await Deno.writeTextFile(`${d}/victim`, "orig");
+  await Deno.chmod(`${d}/victim`, 0o600);
+  await Deno.chown(`${d}/victim`, 4242, 4242);
+  await Deno.writeTextFile(`${d}/owned`, "o");
+  await Deno.chmod(`${d}/owned`, 0o644);
+  await Deno.chown(`${d}/owned`, 4242, 4242);
+  await Deno.utime(`${d}/owned`, 1_500_000_000, 1_500_000_000);
+  await Deno.mkdir(`${d}/priv`, { mode: 0o700 });
+  await Deno.chown(`${d}/priv`, 4242, 4242);
+}
+
+async function state(d: string) {
+  const v = await Deno.stat(`${d}/owned`);
+  let created = true;
+  try {
+    await Deno.lstat(`${d}/priv/new`);
+  } catch {
+    created = false;
+  }
+  return {
+    victim: await Deno.readTextFile(`${d}/victim`),
+    owned: [v.uid, v.mode! & 0o7777, v.mtime!.getTime()],
+    created,
+  };
+}
+
+const UNCHANGED = { victim: "orig", owned: [4242, 0o644, 1_500_000_000_000], created: false };
+const WORDS = ["write", "chmod", "chown", "create", "utime"];
+
+for (const [engine, env] of ENGINES) {
+  for (const [who, drop] of DROPS) {
+    Deno.test({
+      name: `performed as the caller (${engine}, ${who}): outside answered once, and in the project`,
+      ignore,
+      fn: async () => {
+        const c = await scratch();
+        try {
+          await plant(c.outside);
+          const r = await bare([...drop, "sh", "-c", SCRIPT(c.outside)]);
+          for (const w of WORDS) assert(new RegExp(`${w}=[1-9]`).test(r.stdout), `control ${w}: ${r.stdout}`);
+          assertEquals(await state(c.outside), UNCHANGED);
+        } finally {
+          await c.cleanup();
+        }
+        const s = await scratch();
+        try {
+          // Outside: every write asks and is answered once (performed by the supervisor).
+          await plant(s.outside);
+          await Deno.chmod(`${s.outside}/..`, 0o755);
+          const ask = await askProgram(`${s.outside}/..`, "once");
+          const r = await hallpass(
+            [
+              "--ask-program",
+              ask,
+              "-q",
+              "--allow-exec",
+              "/usr/bin/setpriv",
+              "--",
+              ...drop,
+              "sh",
+              "-c",
+              SCRIPT(s.outside),
+            ],
+            { cwd: s.project, env },
+          );
+          for (const w of WORDS) {
+            assert(new RegExp(`${w}=[1-9]`).test(r.stdout), `${w}: ${r.stdout}${r.stderr}`);
+          }
+          assertEquals(await state(s.outside), UNCHANGED, "outside");
+          // In the project: metadata calls are performed (fast path or mediator), writes continued.
+          await plant(s.project);
+          const r2 = await hallpass(
+            [
+              "--no-ask",
+              "-q",
+              "--allow-exec",
+              "/usr/bin/setpriv",
+              "--",
+              ...drop,
+              "sh",
+              "-c",
+              SCRIPT(s.project),
+            ],
+            { cwd: s.project, env },
+          );
+          for (const w of WORDS) {
+            assert(new RegExp(`${w}=[1-9]`).test(r2.stdout), `${w}: ${r2.stdout}${r2.stderr}`);
+          }
+          assertEquals(await state(s.project), UNCHANGED, "project");
+        } finally {
+          await s.cleanup();
+        }
+      },
+    });
+  }
+}
