@@ -15,7 +15,7 @@ LOG1=build/test-root.log
 LOG2=build/test-user.log
 : >"$LOG2"
 
-"$DENO" test --allow-all --no-prompt tests/ 2>&1 | tee "$LOG1"
+"$DENO" test --allow-all --no-prompt --frozen tests/ 2>&1 | tee "$LOG1"
 rc1=${PIPESTATUS[0]}
 
 rc2=0
@@ -33,7 +33,8 @@ if [ "$(id -u)" = 0 ]; then
   chown -R "$TEST_USER" "$USER_DENO_DIR"
   echo "=== end-to-end tests again as the unprivileged user $TEST_USER ==="
   runuser -u "$TEST_USER" -- env HOME="/home/$TEST_USER" DENO_DIR="$USER_DENO_DIR" NO_COLOR=1 PATH="/usr/local/bin:/usr/bin:/bin" \
-    "$DENO" test --allow-all --no-prompt --cached-only tests/e2e/ 2>&1 | tee "$LOG2"
+    ${CI:+CI="$CI"} ${HALLPASS_BIN:+HALLPASS_BIN="$HALLPASS_BIN"} ${HALLPASS_TEST_MISSING:+HALLPASS_TEST_MISSING="$HALLPASS_TEST_MISSING"} \
+    "$DENO" test --allow-all --no-prompt --frozen --cached-only tests/e2e/ 2>&1 | tee "$LOG2"
   rc2=${PIPESTATUS[0]}
 fi
 

@@ -4,7 +4,7 @@
  * ptrace aimed at hallpass and its launcher, and the supervisor killed mid-run.
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { compileHelper, DENO, exists, hallpass, isRoot, ROOT, scratch } from "./harness.ts";
+import { compileHelper, exists, hallpass, HALLPASS_ARGV, isRoot, scratch } from "./harness.ts";
 import { probe, probeAsync, step, test, tool } from "../helpers/skip.ts";
 
 function lines(out: string): Record<string, string> {
@@ -172,11 +172,7 @@ test(
     const s = await scratch();
     try {
       const cmd = [
-        DENO,
-        "run",
-        "--quiet",
-        "-A",
-        `${ROOT}/main.ts`,
+        ...HALLPASS_ARGV,
         "--no-ask",
         "-q",
         "--",
@@ -303,12 +299,9 @@ Deno.test("supervisor killed with SIGKILL: every sandboxed process dies, a setsi
     const script = `${adv} daemon ${pidfile} ${ticks}
       (echo pending > ${s.outside}/pending) &
       while :; do echo x >> ${s.project}/loop; sleep 0.05; done`; // the pending write waits for an answer
-    const child = new Deno.Command(DENO, {
+    const child = new Deno.Command(HALLPASS_ARGV[0], {
       args: [
-        "run",
-        "--quiet",
-        "-A",
-        `${ROOT}/main.ts`,
+        ...HALLPASS_ARGV.slice(1),
         "--ask-program",
         ask,
         "--allow-exec",

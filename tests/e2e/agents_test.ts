@@ -18,7 +18,7 @@
  * ask program (the last test), and the terminal tests run claude with CLAUDE_CONFIG_DIR=~/.claude.
  */
 import { ok as assert } from "node:assert/strict";
-import { ROOT } from "./harness.ts";
+import { HALLPASS_ARGV, ROOT } from "./harness.ts";
 import { makeScratch, q, sleep, Tmux } from "./tmux.ts";
 import { RECIPES } from "../../lib/agents.ts";
 import { type Need, test, tool } from "../helpers/skip.ts";
@@ -289,13 +289,9 @@ for (const c of CASES) {
       const home = `${dir}/home`;
       const binDir = s!.bin!.slice(0, s!.bin!.lastIndexOf("/"));
       // No terminal: claude prints its error and exits; what it writes before that is the same as in one.
-      const r = await new Deno.Command(Deno.execPath(), {
+      const r = await new Deno.Command(HALLPASS_ARGV[0], {
         args: [
-          "run",
-          "--quiet",
-          "--allow-all",
-          "--no-prompt",
-          `${ROOT}/main.ts`,
+          ...HALLPASS_ARGV.slice(1),
           "--agent",
           "claude",
           "--mediate",

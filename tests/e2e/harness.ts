@@ -1,10 +1,25 @@
 /**
- * End-to-end harness: runs the real hallpass (deno run main.ts) against the real kernel, in a scratch project.
+ * End-to-end harness: runs the real hallpass (deno run main.ts, or $HALLPASS_BIN) against the real kernel, in a
+ * scratch project.
  * The same tests run as root and as an unprivileged user (tests/run_all.sh runs this folder again with
  * `runuser -u hallpass-test`). Nothing here mocks the kernel.
  */
 export const ROOT = new URL("../../", import.meta.url).pathname.replace(/\/$/, "");
 export const DENO = Deno.execPath();
+/**
+ * How the tests start hallpass: from source (`deno run main.ts`, as the script `make` leaves does), or, when
+ * HALLPASS_BIN names one, that binary (CI runs the suite against the compiled release binary).
+ */
+export const HALLPASS_BIN = Deno.env.get("HALLPASS_BIN") || undefined;
+export const HALLPASS_ARGV: readonly string[] = HALLPASS_BIN ? [HALLPASS_BIN] : [
+  DENO,
+  "run",
+  "--quiet",
+  "--allow-all",
+  "--no-prompt",
+  "--v8-flags=--max-semi-space-size=1",
+  `${ROOT}/main.ts`,
+];
 const dec = new TextDecoder();
 
 export interface Result {
@@ -22,16 +37,8 @@ export interface HallpassOptions {
 
 /** Runs `hallpass ARGS...` (from source, as `./hallpass` does) and collects its output. */
 export async function hallpass(args: string[], o: HallpassOptions = {}): Promise<Result> {
-  const cmd = new Deno.Command(DENO, {
-    args: [
-      "run",
-      "--quiet",
-      "--allow-all",
-      "--no-prompt",
-      "--v8-flags=--max-semi-space-size=1",
-      `${ROOT}/main.ts`,
-      ...args,
-    ],
+  const cmd = new Deno.Command(HALLPASS_ARGV[0], {
+    args: [...HALLPASS_ARGV.slice(1), ...args],
     cwd: o.cwd,
     env: o.env,
     stdin: o.stdin !== undefined ? "piped" : "null",

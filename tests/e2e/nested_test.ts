@@ -1,7 +1,7 @@
 // hallpass inside hallpass: the kernel allows one seccomp supervisor per process, so the inner one must say
 // so clearly (exit 125) instead of failing somewhere in its start-up.
 import { ok } from "node:assert/strict";
-import { DENO, hallpass, ROOT, scratch } from "./harness.ts";
+import { DENO, hallpass, HALLPASS_ARGV, ROOT, scratch } from "./harness.ts";
 
 Deno.test("a hallpass inside hallpass refuses with one clear line and a hint, exit 125", async () => {
   const s = await scratch();
@@ -10,18 +10,15 @@ Deno.test("a hallpass inside hallpass refuses with one clear line and a hint, ex
     const r = await hallpass([
       "--no-ask",
       "--allow-exec",
-      DENO,
+      HALLPASS_ARGV[0],
+      "--allow-exec",
+      DENO, // the deno that a HALLPASS_BIN script (the one `make` leaves without deno compile) runs
       "--allow-path",
       denoDir,
       "--allow-path",
       `${ROOT}/node_modules`,
       "--",
-      DENO,
-      "run",
-      "--quiet",
-      "--allow-all",
-      "--no-prompt",
-      `${ROOT}/main.ts`,
+      ...HALLPASS_ARGV,
       "--no-ask",
       "--",
       "/bin/true",

@@ -1,15 +1,15 @@
 // hallpass told to end (SIGTERM, SIGHUP) passes the signal on; a command that ignores it is ended with the
 // whole sandbox after a grace period, so nothing outlives the session.
 import { ok } from "node:assert/strict";
-import { DENO, ROOT, scratch } from "./harness.ts";
+import { HALLPASS_ARGV, scratch } from "./harness.ts";
 
 for (const sig of ["SIGTERM", "SIGHUP"] as const) {
   Deno.test(`${sig} to hallpass: a command that ignores it is ended with the sandbox`, async () => {
     const s = await scratch();
     const marker = `sleep 3${sig === "SIGTERM" ? 7 : 8}.5`;
     try {
-      const child = new Deno.Command(DENO, {
-        args: ["run", "-A", `${ROOT}/main.ts`, "--no-ask", "--", "sh", "-c", `trap "" TERM HUP; ${marker}`],
+      const child = new Deno.Command(HALLPASS_ARGV[0], {
+        args: [...HALLPASS_ARGV.slice(1), "--no-ask", "--", "sh", "-c", `trap "" TERM HUP; ${marker}`],
         cwd: s.project,
         stdin: "null",
         stdout: "null",
@@ -38,8 +38,8 @@ Deno.test("the command starts with default signal dispositions and an empty mask
   const s = await scratch();
   try {
     const run = async (script: string) => {
-      const out = await new Deno.Command(DENO, {
-        args: ["run", "-A", `${ROOT}/main.ts`, "--no-ask", "-q", "--", "sh", "-c", script],
+      const out = await new Deno.Command(HALLPASS_ARGV[0], {
+        args: [...HALLPASS_ARGV.slice(1), "--no-ask", "-q", "--", "sh", "-c", script],
         cwd: s.project,
         stdin: "null",
         stdout: "piped",

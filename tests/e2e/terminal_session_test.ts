@@ -4,6 +4,7 @@
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { pgrep, sleep, Tmux, until, withPane } from "./tmux.ts";
+import { HALLPASS_BIN } from "./harness.ts";
 import { test, tool } from "../helpers/skip.ts";
 
 const ignore = tool("tmux");
@@ -80,7 +81,7 @@ test(
       await t.waitBar();
       const hp = [Number((await Deno.readTextFile(`${t.dir}/hp.pid`)).trim())];
       const cmdline = await Deno.readTextFile(`/proc/${hp[0]}/cmdline`);
-      assert(cmdline.includes("main.ts"), `hallpass is pid ${hp[0]}: ${cmdline}`);
+      assert(cmdline.includes(HALLPASS_BIN ?? "main.ts"), `hallpass is pid ${hp[0]}: ${cmdline}`);
       Deno.kill(hp[0], "SIGTERM");
       const s = await t.waitText(/^rc=\d+$/m);
       assert(/^rc=143$/m.test(s), s);

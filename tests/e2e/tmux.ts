@@ -13,7 +13,7 @@
  * await t.close();
  * ```
  */
-import { DENO, ROOT } from "./harness.ts";
+import { HALLPASS_ARGV } from "./harness.ts";
 
 const dec = new TextDecoder();
 let serial = 0;
@@ -26,7 +26,7 @@ export function q(s: string): string {
 }
 
 /** The command line that runs hallpass from source (as ./hallpass does), for use in a pane script. */
-export const HALLPASS = `${q(DENO)} run --quiet --allow-all --no-prompt ${q(ROOT + "/main.ts")}`;
+export const HALLPASS = HALLPASS_ARGV.map(q).join(" ");
 
 /** True when tmux is installed. */
 export function haveTmux(): boolean {
