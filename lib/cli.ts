@@ -23,6 +23,8 @@ export interface CliOptions {
   logPath?: string;
   rulesFiles: string[];
   quiet: boolean;
+  /** Pass the fds above 2 hallpass was given on to the command (docs/threat-model.md). */
+  keepFds?: boolean;
   command: string[];
 }
 
@@ -62,6 +64,7 @@ options:
   --log FILE             one JSON line for every decision
   --rules FILE           extra rules (repeatable)
   -q, --quiet            no summary at exit
+  --keep-fds             pass open fds above 2 on to the command (closed by default: 3>>FILE is a grant)
   --version, -h, --help
 Durations: 90s, 10m, 2h, 1h30m.  Docs: README.md and docs/ in the hallpass repository.`;
 
@@ -81,6 +84,7 @@ const WITH_VALUE = new Set([
 const FLAGS = new Set([
   "--no-ask",
   "--fail-on-deny",
+  "--keep-fds",
   "-q",
   "--quiet",
   "--version",
@@ -121,6 +125,7 @@ export function parseCommandLine(argv: string[]): Invocation {
       if (name === "--no-ask") o.noAsk = true;
       if (name === "--fail-on-deny") o.failOnDeny = true;
       if (name === "-q" || name === "--quiet") o.quiet = true;
+      if (name === "--keep-fds") o.keepFds = true;
       continue;
     }
     if (!WITH_VALUE.has(name)) {

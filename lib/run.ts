@@ -3,6 +3,7 @@
  * receives the seccomp listener, answers the command's own exec, hands the rest to the supervisor, waits for
  * the command and returns its exit status. Failures before the command runs throw HallpassError (exit 125).
  */
+import { closeInheritedOnExec } from "../ffi/inherited_fds.ts";
 import {
   AT_FDCWD,
   close,
@@ -152,6 +153,8 @@ function preflight(): number {
 export async function runSandbox(opts: CliOptions, plan: Plan, interactive: boolean): Promise<number> {
   const abi = preflight();
   const userUmask = setUmask(0); // the supervisor applies the command's umask itself
+  // fds above 2 hallpass was given reach the command only with --keep-fds (docs/threat-model.md).
+  if (!opts.keepFds) closeInheritedOnExec();
 
   let pty: PtySession | null = null;
   const warn = (line: string) => {
