@@ -36,8 +36,13 @@ export interface Question {
   op: Op;
   /** Thread-group id of the process that asked. */
   pid: number;
-  /** The process name (`comm`). */
+  /** The process name (`comm`): the program's words (it sets it, PR_SET_NAME). */
   name: string;
+  /**
+   * The executable the kernel runs for that process (/proc/PID/exe): what the kernel vouches for. Shown first;
+   * `name`, `argv` and `chain` are the program's words.
+   */
+  exe?: string;
   /** The whole target: a path, a program and its arguments, a destination; `A → B` for a rename or link. */
   target: string;
   /** For an operation with two paths (rename, link): both ends, canonical, as the target shows them. */
@@ -46,7 +51,7 @@ export interface Question {
   argv?: string[];
   /** The system call that was trapped (`openat`, `mkdir`, …) or `request` for hallpass-request. */
   syscall: string;
-  /** Command lines from the asking process up to the command hallpass started. */
+  /** Command lines from the asking process up to the command hallpass started (the programs' words). */
   chain: string[];
   /** Scope that `[t]`/`[a]` cover unless changed; one of `scopes`. */
   suggestedScope: string;

@@ -183,6 +183,8 @@ export function toRemoteQuestion(x: unknown): RemoteQuestion | null {
     container,
   };
   if (strs(o.argv)) question.argv = o.argv;
+  if (str(o.exe)) question.exe = o.exe;
+  if (strs(o.paths)) question.paths = o.paths;
   if (str(o.reason)) question.reason = o.reason;
   if (str(o.warning)) question.warning = o.warning;
   if (num(o.requestedForMs) && o.requestedForMs > 0) question.requestedForMs = o.requestedForMs;

@@ -29,6 +29,7 @@
 import type { Answer, AnswerKind, AskBackend, ContainerIdentity, Question } from "../types.ts";
 import { UsageError } from "../types.ts";
 import { visible } from "../ui/sanitize.ts";
+import { who } from "../ui/prompt_bar.ts";
 
 /** Options of {@linkcode AnswerService.start}. */
 export interface AnswerServiceOptions {
@@ -68,6 +69,8 @@ export interface ListedQuestion extends
     Question,
     | "pid"
     | "name"
+    | "exe"
+    | "paths"
     | "op"
     | "target"
     | "argv"
@@ -91,6 +94,8 @@ export interface ListedQuestion extends
   shown: {
     pod: string;
     name: string;
+    /** Who asks, as the terminal bar says it: the kernel's executable, then the name it gives itself. */
+    who: string;
     target: string;
     chain: string[];
     scopes: string[];
@@ -552,6 +557,7 @@ function listed(p: Pending): ListedQuestion {
     shown: {
       pod: visible(podLabel(p.container)),
       name: visible(q.name),
+      who: who(q),
       // exec: the program and its arguments, as the terminal bar shows them.
       target: q.op === "exec" && q.argv && q.argv.length > 1
         ? [q.target, ...q.argv.slice(1)].map(visible).join(" ")
@@ -561,6 +567,8 @@ function listed(p: Pending): ListedQuestion {
     },
   };
   if (q.argv) out.argv = [...q.argv];
+  if (q.exe !== undefined) out.exe = q.exe;
+  if (q.paths) out.paths = [...q.paths];
   if (q.reason !== undefined) {
     out.reason = q.reason;
     out.shown.reason = visible(q.reason);
@@ -722,13 +730,13 @@ select { font: inherit; max-width: 100%; }
     const c = el("div", "q");
     c.dataset.id = String(q.id);
     c.appendChild(el("div", "pod", q.shown.pod));
-    c.appendChild(el("div", "what", q.shown.name + " (pid " + q.pid + ") wants to " + (VERB[q.op] || q.op)));
+    c.appendChild(el("div", "what", q.shown.who + " wants to " + (VERB[q.op] || q.op)));
     if (q.shown.warning !== undefined) c.appendChild(el("div", "warning", "warning: " + q.shown.warning));
     if (q.shown.reason !== undefined) {
       c.appendChild(el("div", "reason", "reason (the program's words): \\u201c" + q.shown.reason + "\\u201d"));
     }
     c.appendChild(el("div", "target", q.shown.target));
-    c.appendChild(el("div", "chain", "by: " + q.shown.chain.join(" \\u2190 ")));
+    c.appendChild(el("div", "chain", (q.exe !== undefined ? "by (their words): " : "by: ") + q.shown.chain.join(" \\u2190 ")));
     const keys = el("div", "keys");
     const scope = el("select", "scope");
     scope.title = "the scope [for], [always] and [never] cover";

@@ -82,6 +82,7 @@ export function questionJson(q: Question): Record<string, unknown> {
     argv: q.argv,
     syscall: q.syscall,
     pid: q.pid,
+    exe: q.exe,
     name: q.name,
     chain: q.chain,
     scope: q.suggestedScope,

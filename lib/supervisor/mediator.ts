@@ -578,9 +578,9 @@ export class Mediator {
     }
   }
 
-  #who(tid: number): { pid: number; name: string; chain: string[] } {
+  #who(tid: number): { pid: number; exe: string; name: string; chain: string[] } {
     const pid = this.proc.tgid(tid);
-    return { pid, name: this.proc.comm(pid), chain: this.proc.chain(pid) };
+    return { pid, exe: this.proc.exe(pid), name: this.proc.comm(pid), chain: this.proc.chain(pid) };
   }
 
   #fail(n: Notification, errno: number): void {
@@ -602,6 +602,7 @@ export class Mediator {
     // Name the process before answering: once answered, it may exit at once and its name be gone ("?").
     const pid = this.proc.tgid(n.tid);
     const name = this.proc.comm(pid);
+    const exe = this.proc.exe(pid);
     const chain = this.#log ? this.proc.chain(pid) : undefined;
     this.#nfd.fail(n.id, EACCES);
     this.stats.denied++;
@@ -621,6 +622,7 @@ export class Mediator {
     this.#post({ t: "decided", effect: "deny", op, target, pid, name, syscall, by, suggest });
     this.#logLine({
       pid,
+      exe,
       name,
       op,
       syscall,
@@ -651,6 +653,7 @@ export class Mediator {
       op: p.op,
       pid,
       name: this.proc.comm(pid),
+      exe: this.proc.exe(pid),
       target: shown,
       syscall,
       chain: this.proc.chain(pid),
@@ -1141,6 +1144,7 @@ export class Mediator {
       op: "connect",
       pid,
       name: this.proc.comm(pid),
+      exe: this.proc.exe(pid),
       target: display,
       syscall,
       chain: this.proc.chain(pid),
@@ -1275,7 +1279,13 @@ export class Mediator {
     // Every line names the process and its chain of command lines (callers that answer first pass them).
     if (typeof rec.pid === "number" && rec.chain === undefined) {
       const pid = this.proc.tgid(rec.pid);
-      rec = { ...rec, pid, name: rec.name ?? this.proc.comm(pid), chain: this.proc.chain(pid) };
+      rec = {
+        ...rec,
+        pid,
+        exe: rec.exe ?? this.proc.exe(pid),
+        name: rec.name ?? this.proc.comm(pid),
+        chain: this.proc.chain(pid),
+      };
     }
     if (this.#cfg.container) rec = { container: this.#cfg.container.identity, ...rec };
     const line = JSON.stringify({ time: new Date().toISOString(), ...rec }) + "\n";

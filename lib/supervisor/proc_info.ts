@@ -46,8 +46,21 @@ export class ProcInfo {
     return t;
   }
 
+  /** The process's name as it set it (`comm`, PR_SET_NAME): the program's words. */
   comm(pid: number): string {
     return (readText(`/proc/${pid}/comm`) ?? "?").replace(/\n$/, "");
+  }
+
+  /**
+   * The executable the kernel runs for the process (/proc/PID/exe): what the kernel vouches for, unlike comm and
+   * argv. "?" when gone or unreadable; a deleted or anonymous file reads as the kernel writes it.
+   */
+  exe(pid: number): string {
+    try {
+      return Deno.readLinkSync(`/proc/${pid}/exe`);
+    } catch {
+      return "?";
+    }
   }
 
   umask(tid: number): number {
@@ -55,7 +68,6 @@ export class ProcInfo {
     return u === null ? 0o022 : parseInt(u, 8);
   }
 
-  /** The file system uid and gid and the supplementary groups a thread acts with, or null. */
   /** A thread's file system ids, groups and effective capabilities (what the kernel checks a write with). */
   fsCreds(
     tid: number | "thread-self",

@@ -107,6 +107,7 @@ export class RequestHandler {
       op: req.op,
       pid,
       name: m.proc.comm(pid),
+      exe: m.proc.exe(pid),
       target,
       syscall: "request",
       chain: m.proc.chain(pid),

@@ -63,7 +63,7 @@ export function layout(state: BarState, cols: number): string[] {
     lines.push(truncateEnd(`reason (the program's words): "${visible(q.reason)}"`, w));
   }
   const more = state.queued > 0 ? ` (+${state.queued} more)` : "";
-  lines.push(truncateEnd(`hallpass: ${visible(q.name)} (pid ${q.pid}) wants to ${VERB[q.op]}${more}`, w));
+  lines.push(truncateEnd(`hallpass: ${who(q)} wants to ${VERB[q.op]}${more}`, w));
   // exec: the program and its arguments (argv[0] is replaced by the program's path, which is what runs).
   const whole = q.op === "exec" && q.argv && q.argv.length > 1
     ? [q.target, ...q.argv.slice(1)].map(visible).join(" ")
@@ -71,13 +71,28 @@ export function layout(state: BarState, cols: number): string[] {
     ? `${visible(q.syscall)} ${visible(q.target)}` // both ends of a rename or link: `rename A → B`
     : visible(q.target);
   lines.push(truncateMiddle(whole, w));
-  lines.push(truncateEnd(`by: ${q.chain.map(visible).join(" ← ")}`, w));
+  // The command lines are the programs' own words (argv can say anything): labelled so when the kernel's
+  // name for the program (exe) is shown above.
+  const by = q.exe !== undefined ? "by (their words)" : "by";
+  lines.push(truncateEnd(`${by}: ${q.chain.map(visible).join(" ← ")}`, w));
   const prefix = "[t] and [a] allow: ";
   lines.push(prefix + truncateMiddle(visible(currentScope(state)), Math.max(w - displayWidth(prefix), 1)));
   let keys = `[o] allow once  [t] for ${formatDuration(state.forMs)}  [a] always  [d] deny  [n] never`;
   if ((state.sameProcessQueued ?? 0) > 0) keys += `  [D] deny all from pid ${q.pid}`;
   lines.push(truncateEnd(keys, w));
   return lines.map((l) => truncateEnd(l, w));
+}
+
+/**
+ * Who asks: the executable the kernel runs (/proc/PID/exe, what it vouches for) and, when the process calls
+ * itself something else (comm, which it sets), that name quoted as its own words: `/usr/bin/perl (pid 7,
+ * calls itself "git")`. Without an exe (an older agent's question): the name, as before.
+ */
+export function who(q: Question): string {
+  if (q.exe === undefined) return `${visible(q.name)} (pid ${q.pid})`;
+  const base = q.exe.replace(/ \(deleted\)$/, "").slice(q.exe.lastIndexOf("/") + 1);
+  const own = q.name !== base && q.name !== base.slice(0, 15) ? `, calls itself "${visible(q.name)}"` : "";
+  return `${visible(q.exe)} (pid ${q.pid}${own})`;
 }
 
 /** What a key did. `answer` answers the question on screen; `denyAllFromPid` also denies its pid's others. */
