@@ -2,6 +2,13 @@
 // whole sandbox after a grace period, so nothing outlives the session.
 import { ok } from "node:assert/strict";
 import { HALLPASS_ARGV, scratch } from "./harness.ts";
+import { until } from "./tmux.ts";
+
+/** Pids of processes whose whole command line is `cmdline`. */
+async function running(cmdline: string): Promise<string[]> {
+  const r = await new Deno.Command("pgrep", { args: ["-x", "-f", cmdline], stdout: "piped" }).output();
+  return new TextDecoder().decode(r.stdout).split("\n").filter(Boolean);
+}
 
 for (const sig of ["SIGTERM", "SIGHUP"] as const) {
   Deno.test(`${sig} to hallpass: a command that ignores it is ended with the sandbox`, async () => {
@@ -15,16 +22,19 @@ for (const sig of ["SIGTERM", "SIGHUP"] as const) {
         stdout: "null",
         stderr: "piped",
       }).spawn();
-      await new Promise((r) => setTimeout(r, 1500));
+      // The command runs (its `sleep`, started after the trap) before the signal is sent.
+      await until(async () => (await running(marker)).length > 0, `${marker} to start`);
       const started = Date.now();
       child.kill(sig);
       const st = await child.status;
       const took = Date.now() - started;
       ok(st.code === 128 + (sig === "SIGTERM" ? 15 : 1), `exit ${st.code}`);
       ok(took < 8000, `took ${took} ms`);
-      await new Promise((r) => setTimeout(r, 300));
-      const left = await new Deno.Command("pgrep", { args: ["-f", marker], stdout: "piped" }).output();
-      ok(new TextDecoder().decode(left.stdout).trim() === "", "the sandboxed command outlived hallpass");
+      // Killed with the sandbox: gone once the kernel has delivered the SIGKILL (a bound, not a guess).
+      await until(async () => (await running(marker)).length === 0, "the sandboxed command to be gone", 5_000)
+        .catch(() => {
+          throw new Error("the sandboxed command outlived hallpass");
+        });
     } finally {
       await s.cleanup();
     }

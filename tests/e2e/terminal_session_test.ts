@@ -3,7 +3,7 @@
  * with the bar up, Ctrl-C, Ctrl-Z / fg in an interactive shell, and the command's exit status.
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { pgrep, sleep, Tmux, until, withPane } from "./tmux.ts";
+import { pgrep, pgrepExact, procState, Tmux, until, withPane } from "./tmux.ts";
 import { HALLPASS_BIN } from "./harness.ts";
 import { test, tool } from "../helpers/skip.ts";
 
@@ -23,14 +23,14 @@ test(
       const s = await t.waitFor((x) => x.includes("(+1 more)"), "the count of the other question");
       const first = Tmux.bar(s)[1];
       assert(first.endsWith("/outside/a") || first.endsWith("/outside/b"), first);
-      await sleep(400);
+      await Tmux.pastArmDelay();
       await t.keys("o");
       const s2 = await t.waitFor(
         (x) => Tmux.bar(x).length === 5 && Tmux.bar(x)[1] !== first,
         "the second question",
       );
       assert(!s2.includes("more)"), s2);
-      await sleep(400);
+      await Tmux.pastArmDelay();
       await t.keys("o");
       const done = await t.waitFor((x) => /^ra=0$/m.test(x) && /^rb=0$/m.test(x), "both answered");
       assert(!done.includes("wants to"), done);
@@ -54,7 +54,7 @@ test({
     assert(Tmux.bar(s)[1].endsWith("/outside/f0"), s);
     await t.keys("o"); // answered like any other
     s = await t.waitFor((x) => Tmux.bar(x)[1]?.endsWith("/outside/f1"), "the next question");
-    await sleep(400);
+    await Tmux.pastArmDelay();
     await t.keys("D");
     // [D] denies this and everything that pid asks later: the rest of the loop does not hold the person.
     s = await t.waitText(/^rc=0$/m, 20_000);
@@ -98,9 +98,10 @@ test(
 );
 
 test({ name: "Ctrl-C in the program: exit 130", ignore }, async () => {
-  await pane({ script: `hp -- sh -c 'echo ready; sleep 30'; echo "rc=$?"` }, async (t) => {
+  const marker = `sleep 30.${Deno.pid % 1000}`; // this test's own sleep
+  await pane({ script: `hp -- sh -c 'echo ready; ${marker}'; echo "rc=$?"` }, async (t) => {
     await t.waitText(/^ready$/m);
-    await sleep(200);
+    await until(async () => (await pgrepExact(marker)).length > 0, "the command's sleep to start");
     await t.keys("C-c");
     await t.waitText(/rc=130$/m); // after the ^C the terminal echoed, as without hallpass
   });
@@ -118,23 +119,26 @@ test({
 }, async () => {
   await pane({ script: `PS1='$ ' hp; echo "rc=$?"` }, async (t) => {
     await t.waitText(/^\$$/m);
-    await t.type("sleep 31");
+    const marker = `sleep 31.${Deno.pid % 1000}`; // this test's own sleep
+    await t.type(marker);
     await t.keys("Enter");
-    await sleep(500);
+    let pids: number[] = [];
+    await until(async () => (pids = await pgrepExact(marker)).length > 0, "the job to start");
     await t.keys("C-z");
     let s = await t.waitText(/Stopped/);
     await t.type("jobs");
     await t.keys("Enter");
     s = await t.waitFor((x) => (x.match(/Stopped/g) ?? []).length >= 2, "jobs to list the stopped job");
+    await until(() => procState(pids[0]) === "T", "the job to be stopped");
     await t.type("fg");
     await t.keys("Enter");
-    await sleep(500);
+    await until(() => !["T", ""].includes(procState(pids[0])), "the job to run again");
     await t.keys("C-c");
     s = await t.waitFor(
       (x) => /\^C\n\$$/.test(x.trimEnd()),
       "the prompt back after Ctrl-C in the resumed job",
     );
-    assert(/^sleep 31$/m.test(s), s); // fg names the job it resumes
+    assert(new RegExp(`^${marker}$`, "m").test(s), s); // fg names the job it resumes
     await t.type("exit 5");
     await t.keys("Enter");
     await t.waitText(/^rc=5$/m);

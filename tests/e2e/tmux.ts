@@ -19,6 +19,8 @@ const dec = new TextDecoder();
 let serial = 0;
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The bar ignores keys this long after showing a question (lib/ui/terminal.ts armDelayMs). */
+export const ARM_DELAY_MS = 300;
 
 /** Single-quotes `s` for sh. */
 export function q(s: string): string {
@@ -194,8 +196,17 @@ export class Tmux {
   /** Waits until the bar is up (the keys line), then past the bar's arm delay, so that a key answers it. */
   async waitBar(timeoutMs?: number): Promise<string> {
     const s = await this.waitText("[o] allow once", timeoutMs);
-    await sleep(400);
+    await Tmux.pastArmDelay();
     return s;
+  }
+
+  /**
+   * Call once a new question is seen on the screen: returns when the bar takes keys. hallpass notes the time a
+   * question is shown before it draws it (lib/ui/terminal.ts, armDelayMs 300), so ARM_DELAY_MS after it was
+   * seen the delay has passed, however loaded the machine: a bound, not a guess.
+   */
+  static async pastArmDelay(): Promise<void> {
+    await sleep(ARM_DELAY_MS + 50);
   }
 
   /** Waits until the bar is gone. */
@@ -290,6 +301,22 @@ export async function pgrep(marker: string): Promise<number[]> {
   const r = await new Deno.Command("pgrep", { args: ["-f", marker], stdout: "piped", stderr: "null" })
     .output();
   return dec.decode(r.stdout).split("\n").filter(Boolean).map(Number).filter((p) => p !== Deno.pid);
+}
+
+/** Pids of processes whose whole command line is `cmdline` (pgrep -x -f). */
+export async function pgrepExact(cmdline: string): Promise<number[]> {
+  const r = await new Deno.Command("pgrep", { args: ["-x", "-f", cmdline], stdout: "piped", stderr: "null" })
+    .output();
+  return dec.decode(r.stdout).split("\n").filter(Boolean).map(Number);
+}
+
+/** The state letter of /proc/PID/stat (R running, S sleeping, T stopped, Z zombie), or "" when gone. */
+export function procState(pid: number): string {
+  try {
+    return /^\d+ \(.*\) (\S)/.exec(Deno.readTextFileSync(`/proc/${pid}/stat`))?.[1] ?? "";
+  } catch {
+    return "";
+  }
 }
 
 /** Polls `fn` until it is true; throws `what` after the deadline. */
