@@ -57,7 +57,7 @@ async function compareFullScreen(
         await t.waitNoBar();
       }
       await until(() => fileIs(`${dir}/outside/f`, "x\n"), "the write");
-      await new Promise((r) => setTimeout(r, 300));
+      await t.waitStable(); // the program's redraw after the bar, if any, is over
       out[mode].push(await shot(t));
       await t.keys(...quit);
       await t.waitExit();
@@ -108,11 +108,12 @@ test({ name: "a program that keeps printing while the bar is up loses no output"
   const t = await Tmux.start({
     rows: 20,
     script: `hp -- sh -c 'i=0; while [ $i -lt 300 ]; do echo "out $i"; ` +
-      `if [ $i = 50 ]; then (echo x > "$DIR/outside/f") & fi; i=$((i+1)); sleep 0.005; done; wait; echo done'`,
+      `if [ $i = 50 ]; then (echo x > "$DIR/outside/f") & fi; i=$((i+1)); sleep 0.005; done; : > looped; wait; echo done'`,
   });
   try {
     await t.waitBar();
-    await new Promise((r) => setTimeout(r, 500)); // the loop goes on printing behind the bar
+    // The loop printed all its lines behind the bar (the question is still open: `wait` waits for it).
+    await t.waitFile(`${t.dir}/project/looped`);
     await t.keys("o");
     await t.waitText(/^done$/m);
     assertEquals(await t.waitExit(), 0);
@@ -209,7 +210,7 @@ test({
     for (const l of s.split("\n")) assert(l.length <= 60, l);
     assert(bar[4].startsWith("[o] allow once  [t] for 5m0s"), bar[4]);
     assert(bar[1].endsWith(".txt") && bar[1].includes("…"), bar[1]); // shortened in the middle
-    await new Promise((r) => setTimeout(r, 400));
+    // hallpass sets the program's terminal size before it redraws the bar (lib/ui/terminal.ts #resized).
     await t.keys("o");
     s = await t.waitText(/^r=0$/m);
     assert(/^30 60$/m.test(s), s);

@@ -184,6 +184,20 @@ export class Tmux {
     }
   }
 
+  /** Waits until the screen has not changed for `quietMs` (a program's redraw is over). */
+  async waitStable(quietMs = 250, timeoutMs = 20_000): Promise<string> {
+    const end = Date.now() + timeoutMs;
+    let last = await this.screen();
+    let since = Date.now();
+    for (;;) {
+      await sleep(50);
+      const s = await this.screen();
+      if (s !== last) [last, since] = [s, Date.now()];
+      else if (Date.now() - since >= quietMs) return s;
+      if (Date.now() > end) throw new Error(`the screen kept changing; the screen:\n${s}`);
+    }
+  }
+
   /** Waits for `text` on the screen. */
   waitText(text: string | RegExp, timeoutMs?: number): Promise<string> {
     return this.waitFor(
