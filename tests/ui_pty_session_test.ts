@@ -46,12 +46,23 @@ test({
       cwd: new URL("..", import.meta.url).pathname,
     }).spawn();
     const w = proc.stdin.getWriter();
-    // The bar comes up at once; the key arrives while the child is still sleeping.
-    await new Promise((r) => setTimeout(r, 700));
-    await w.write(new TextEncoder().encode("o"));
-    const out = await proc.output();
+    // The key goes once the bar is on the terminal (the child is still sleeping then: it waits for the answer).
+    let text = "";
+    const stderr = new Response(proc.stderr).text();
+    const reader = proc.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    let sent = false;
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += value;
+      if (!sent && text.includes("allow once")) {
+        sent = true;
+        await w.write(new TextEncoder().encode("o"));
+      }
+    }
+    await proc.status;
     await w.close().catch(() => {});
-    const text = new TextDecoder().decode(out.stdout);
+    const out = { stderr: new TextEncoder().encode(await stderr) };
     await Deno.remove(dir, { recursive: true });
     const m = text.match(/RESULT (\{.*\})/);
     assert(m, text + new TextDecoder().decode(out.stderr));

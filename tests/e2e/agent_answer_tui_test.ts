@@ -125,7 +125,7 @@ test(
       await t.keys("d");
       assertEquals(await first, { kind: "deny", by: "answer:carol" });
       s = await t.waitText("pod: ci/job-1 runner");
-      await sleep(400); // the arm delay
+      await Tmux.pastArmDelay();
       lines = bar(s);
       assertEquals(lines[1], "warning: the sandbox can write /tmp/build/run.sh");
       assertEquals(lines[2], "hallpass: npm (pid 11) wants to run");

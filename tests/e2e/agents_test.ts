@@ -149,7 +149,7 @@ async function runAgent(
       screen = await t.screen();
       if (screen.includes("[o] allow once")) {
         calmSince = 0;
-        await sleep(400); // the bar's arm delay
+        await Tmux.pastArmDelay(); // seen: past the arm delay after this bound
         screen = await t.screen();
         const bar = Tmux.bar(screen);
         if (bar.length >= 2) asked.push(bar[1]);
