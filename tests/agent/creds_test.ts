@@ -9,6 +9,7 @@
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import {
   AgentProcess,
+  agentTest,
   containerId,
   makeBundle,
   needRoot,
@@ -51,37 +52,40 @@ async function state(rootfs: string) {
 
 const UNCHANGED = { victim: "orig", owned: [1000, 0o644, 1_500_000_000_000], created: false };
 
-Deno.test("agent: a container root with runc's default capabilities borrows none of the agent's", async () => {
-  needRoot();
-  needTools("runc", "busybox");
-  const dir = await scratch();
-  await Deno.writeTextFile(`${dir}/rules/default.rules`, RULES);
-  const socket = `${dir}/agent.sock`;
-  // Control: the same container without hallpass's profile: the kernel refuses all five.
-  const ctl = await makeBundle(`${dir}/c`, { socket, script: SCRIPT, noSeccomp: true });
-  await plant(ctl);
-  const c = await runContainer("runc", `${dir}/c`, containerId("credsctl"));
-  for (const w of ["write", "chmod", "chown", "create", "utime"]) {
-    assert(new RegExp(`${w}=[1-9]`).test(c.stdout), `control: ${w} succeeded:\n${c.stdout}${c.stderr}`);
-  }
-  assertEquals(await state(ctl), UNCHANGED);
-
-  const agent = await AgentProcess.start(["--socket", socket, "--rules", `${dir}/rules`]);
-  try {
-    const rootfs = await makeBundle(`${dir}/b`, { socket, script: SCRIPT });
-    await plant(rootfs);
-    const r = await runContainer("runc", `${dir}/b`, containerId("creds"));
+agentTest(
+  "agent: a container root with runc's default capabilities borrows none of the agent's",
+  async () => {
+    needRoot();
+    needTools("runc", "busybox");
+    const dir = await scratch();
+    await Deno.writeTextFile(`${dir}/rules/default.rules`, RULES);
+    const socket = `${dir}/agent.sock`;
+    // Control: the same container without hallpass's profile: the kernel refuses all five.
+    const ctl = await makeBundle(`${dir}/c`, { socket, script: SCRIPT, noSeccomp: true });
+    await plant(ctl);
+    const c = await runContainer("runc", `${dir}/c`, containerId("credsctl"));
     for (const w of ["write", "chmod", "chown", "create", "utime"]) {
-      assert(new RegExp(`${w}=[1-9]`).test(r.stdout), `${w} went through:\n${r.stdout}${r.stderr}`);
+      assert(new RegExp(`${w}=[1-9]`).test(c.stdout), `control: ${w} succeeded:\n${c.stdout}${c.stderr}`);
     }
-    assertEquals(await state(rootfs), UNCHANGED);
-    // What the container may do, it does (the writes were mediated, not refused wholesale).
-    assert(r.stdout.includes("fine=0"), r.stdout + r.stderr);
-    assertEquals(await Deno.readTextFile(`${rootfs}/tmp/fine`), "ok\n");
-  } catch (e) {
-    throw new Error(`${(e as Error).message}\n--- agent output ---\n${agent.output}`);
-  } finally {
-    await agent.stop();
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
-  }
-});
+    assertEquals(await state(ctl), UNCHANGED);
+
+    const agent = await AgentProcess.start(["--socket", socket, "--rules", `${dir}/rules`]);
+    try {
+      const rootfs = await makeBundle(`${dir}/b`, { socket, script: SCRIPT });
+      await plant(rootfs);
+      const r = await runContainer("runc", `${dir}/b`, containerId("creds"));
+      for (const w of ["write", "chmod", "chown", "create", "utime"]) {
+        assert(new RegExp(`${w}=[1-9]`).test(r.stdout), `${w} went through:\n${r.stdout}${r.stderr}`);
+      }
+      assertEquals(await state(rootfs), UNCHANGED);
+      // What the container may do, it does (the writes were mediated, not refused wholesale).
+      assert(r.stdout.includes("fine=0"), r.stdout + r.stderr);
+      assertEquals(await Deno.readTextFile(`${rootfs}/tmp/fine`), "ok\n");
+    } catch (e) {
+      throw new Error(`${(e as Error).message}\n--- agent output ---\n${agent.output}`);
+    } finally {
+      await agent.stop();
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  },
+);

@@ -4,10 +4,24 @@
  * and the agent in a cluster runs privileged); the tests say so and fail when not root.
  */
 import { seccompProfile } from "../../lib/agent/profile.ts";
+import { type Need, probe, test, tool } from "../helpers/skip.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname.replace(/\/$/, "");
 const DENO = Deno.execPath();
 const dec = new TextDecoder();
+
+/** What every container test needs: root, runc, crun and busybox (`make test` installs the three). */
+export const CONTAINERS: Need[] = [
+  probe("root", () => Deno.uid() === 0 ? undefined : "needs root (runc and crun run containers)"),
+  tool("runc"),
+  tool("crun"),
+  tool("busybox"),
+];
+
+/** Deno.test for a container test: reported skipped, with the reason, where CONTAINERS are missing. */
+export function agentTest(name: string, fn: () => Promise<void>): void {
+  test({ name, ignore: CONTAINERS }, fn);
+}
 
 export function needRoot(): void {
   if (Deno.uid() !== 0) {

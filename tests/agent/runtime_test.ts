@@ -5,6 +5,7 @@
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import {
   AgentProcess,
+  agentTest,
   containerId,
   execIn,
   exists,
@@ -51,7 +52,7 @@ async function withAgent(
 }
 
 for (const runtime of ["runc", "crun"] as const) {
-  Deno.test(`${runtime}: allowed writes land inside the container's root, others are denied`, async () => {
+  agentTest(`${runtime}: allowed writes land inside the container's root, others are denied`, async () => {
     await withAgent(RULES, async (dir, socket, agent) => {
       const tag = `real-${Deno.pid}-${runtime}`;
       const rootfs = await makeBundle(`${dir}/b`, {
@@ -88,42 +89,49 @@ for (const runtime of ["runc", "crun"] as const) {
     });
   });
 
-  Deno.test(`${runtime}: exec of a program no rule allows is refused; the runtime's own setup passes`, async () => {
-    await withAgent(RULES, async (dir, socket) => {
-      await makeBundle(`${dir}/b`, {
-        socket,
-        script: 'echo start; /opt/other echo ran-other; echo "other=$?"; /bin/busybox echo ran-busybox',
+  agentTest(
+    `${runtime}: exec of a program no rule allows is refused; the runtime's own setup passes`,
+    async () => {
+      await withAgent(RULES, async (dir, socket) => {
+        await makeBundle(`${dir}/b`, {
+          socket,
+          script: 'echo start; /opt/other echo ran-other; echo "other=$?"; /bin/busybox echo ran-busybox',
+        });
+        const r = await runContainer(runtime, `${dir}/b`, containerId(runtime));
+        assertEquals(r.code, 0, r.stderr);
+        assert(r.stdout.startsWith("start\n"), r.stdout); // the entrypoint's exec (the runtime's) went through
+        assert(!r.stdout.includes("ran-other"), r.stdout);
+        assert(/other=126/.test(r.stdout), r.stdout);
+        assert(r.stdout.includes("ran-busybox"), r.stdout);
       });
-      const r = await runContainer(runtime, `${dir}/b`, containerId(runtime));
-      assertEquals(r.code, 0, r.stderr);
-      assert(r.stdout.startsWith("start\n"), r.stdout); // the entrypoint's exec (the runtime's) went through
-      assert(!r.stdout.includes("ran-other"), r.stdout);
-      assert(/other=126/.test(r.stdout), r.stdout);
-      assert(r.stdout.includes("ran-busybox"), r.stdout);
-    });
-  });
+    },
+  );
 }
 
-Deno.test("a container process that is not root: allowed writes are done with its ids, not the agent's", async () => {
-  await withAgent(`${RULES}allow write /opt/**\n`, async (dir, socket) => {
-    const rootfs = await makeBundle(`${dir}/b`, {
-      socket,
-      user: { uid: 1000, gid: 1000 },
-      script: 'echo u > /tmp/u; echo "tmp=$?"; echo o > /opt/o; echo "opt=$?"; mkdir /opt/d; echo "mkdir=$?"',
+agentTest(
+  "a container process that is not root: allowed writes are done with its ids, not the agent's",
+  async () => {
+    await withAgent(`${RULES}allow write /opt/**\n`, async (dir, socket) => {
+      const rootfs = await makeBundle(`${dir}/b`, {
+        socket,
+        user: { uid: 1000, gid: 1000 },
+        script:
+          'echo u > /tmp/u; echo "tmp=$?"; echo o > /opt/o; echo "opt=$?"; mkdir /opt/d; echo "mkdir=$?"',
+      });
+      const r = await runContainer("runc", `${dir}/b`, containerId("user"));
+      assert(r.stdout.includes("tmp=0"), r.stdout + r.stderr);
+      const st = await Deno.stat(`${rootfs}/tmp/u`);
+      assertEquals([st.uid, st.gid], [1000, 1000]);
+      // /opt is root's (0755): the rules allow the write, the file system does not let uid 1000 do it. Done with
+      // the agent's own (root) ids, this would have gone through.
+      assert(/opt=[1-9]/.test(r.stdout) && /mkdir=[1-9]/.test(r.stdout), r.stdout + r.stderr);
+      assert(!exists(`${rootfs}/opt/o`) && !exists(`${rootfs}/opt/d`));
+      assert(r.stderr.includes("Permission denied"), r.stderr);
     });
-    const r = await runContainer("runc", `${dir}/b`, containerId("user"));
-    assert(r.stdout.includes("tmp=0"), r.stdout + r.stderr);
-    const st = await Deno.stat(`${rootfs}/tmp/u`);
-    assertEquals([st.uid, st.gid], [1000, 1000]);
-    // /opt is root's (0755): the rules allow the write, the file system does not let uid 1000 do it. Done with
-    // the agent's own (root) ids, this would have gone through.
-    assert(/opt=[1-9]/.test(r.stdout) && /mkdir=[1-9]/.test(r.stdout), r.stdout + r.stderr);
-    assert(!exists(`${rootfs}/opt/o`) && !exists(`${rootfs}/opt/d`));
-    assert(r.stderr.includes("Permission denied"), r.stderr);
-  });
-});
+  },
+);
 
-Deno.test("runc exec into a running container is mediated like its first process", async () => {
+agentTest("runc exec into a running container is mediated like its first process", async () => {
   await withAgent(RULES, async (dir, socket) => {
     const rootfs = await makeBundle(`${dir}/b`, { socket, script: "sleep 60" });
     const id = containerId("exec");
@@ -140,7 +148,7 @@ Deno.test("runc exec into a running container is mediated like its first process
   });
 });
 
-Deno.test("crun exec (the runtime gives no pid) is mediated too", async () => {
+agentTest("crun exec (the runtime gives no pid) is mediated too", async () => {
   await withAgent(RULES, async (dir, socket) => {
     const rootfs = await makeBundle(`${dir}/b`, { socket, script: "sleep 60" });
     const id = containerId("cexec");
@@ -156,7 +164,7 @@ Deno.test("crun exec (the runtime gives no pid) is mediated too", async () => {
   });
 });
 
-Deno.test("connects: an allowed destination connects, another is refused", async () => {
+agentTest("connects: an allowed destination connects, another is refused", async () => {
   const server = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (server.addr as Deno.NetAddr).port;
   const accepted: number[] = [];
@@ -199,7 +207,7 @@ Deno.test("connects: an allowed destination connects, another is refused", async
   }
 });
 
-Deno.test("per-pod rules: NAMESPACE.POD.rules adds to default.rules for that pod only", async () => {
+agentTest("per-pod rules: NAMESPACE.POD.rules adds to default.rules for that pod only", async () => {
   await withAgent(RULES, async (dir, socket) => {
     await Deno.writeTextFile(`${dir}/rules/team.builder.rules`, "allow write /opt/**\n");
     const script = 'echo x > /opt/f; echo "opt=$?"';
@@ -213,7 +221,7 @@ Deno.test("per-pod rules: NAMESPACE.POD.rules adds to default.rules for that pod
   });
 });
 
-Deno.test("agent down: a new container is refused; a running one's mediated calls fail closed", async () => {
+agentTest("agent down: a new container is refused; a running one's mediated calls fail closed", async () => {
   needRoot();
   needTools("runc", "busybox");
   const dir = await scratch();
@@ -242,54 +250,57 @@ Deno.test("agent down: a new container is refused; a running one's mediated call
   }
 });
 
-Deno.test("agent restart: a new agent takes the running containers over; stopping the old one changes nothing", async () => {
-  needRoot();
-  needTools("runc", "busybox");
-  const dir = await scratch();
-  const id = containerId("handover");
-  let a: AgentProcess | null = null, b: AgentProcess | null = null;
-  try {
-    await Deno.writeTextFile(`${dir}/rules/default.rules`, RULES);
-    const socket = `${dir}/agent.sock`;
-    a = await AgentProcess.start(["--socket", socket, "--rules", `${dir}/rules`]);
-    const rootfs = await makeBundle(`${dir}/b`, {
-      socket,
-      // Writes every 100 ms, allowed and denied, for as long as it runs.
-      script:
-        "i=0; while true; do echo $i > /tmp/n$i; echo $i > /etc/n$i 2>/dev/null; i=$((i+1)); sleep 0.1; done",
-    });
-    await startDetached("runc", `${dir}/b`, id);
-    await until(() => exists(`${rootfs}/tmp/n3`), "writes under the first agent");
-    b = await AgentProcess.start(["--socket", socket, "--rules", `${dir}/rules`], /took over 1 containers/);
-    // The old agent stays, idle, until stopped (a DaemonSet would restart one that exits); stopping it now
-    // changes nothing for the container.
-    await a.waitOutput(/handed over; idle until stopped/);
-    const st = await a.stop();
-    assertEquals(st.code, 0, a.output);
-    a = null;
-    const seen = [...Deno.readDirSync(`${rootfs}/tmp`)].length;
-    await until(
-      () => [...Deno.readDirSync(`${rootfs}/tmp`)].length >= seen + 5,
-      "writes under the new agent",
-    );
-    assert(
-      ![...Deno.readDirSync(`${rootfs}/etc`)].some((e) => e.name.startsWith("n")),
-      "a denied write landed",
-    );
-    await b.waitOutput(/denied write \/etc\/n\d+/);
-    // A new container is accepted by the new agent on the same socket.
-    await makeBundle(`${dir}/c`, { socket, script: 'echo c > /tmp/c; echo "c=$?"' });
-    const rc = await runContainer("runc", `${dir}/c`, containerId("after"));
-    assert(rc.stdout.includes("c=0"), rc.stdout + rc.stderr);
-  } finally {
-    await forceDelete("runc", id);
-    await a?.stop();
-    await b?.stop();
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
-  }
-});
+agentTest(
+  "agent restart: a new agent takes the running containers over; stopping the old one changes nothing",
+  async () => {
+    needRoot();
+    needTools("runc", "busybox");
+    const dir = await scratch();
+    const id = containerId("handover");
+    let a: AgentProcess | null = null, b: AgentProcess | null = null;
+    try {
+      await Deno.writeTextFile(`${dir}/rules/default.rules`, RULES);
+      const socket = `${dir}/agent.sock`;
+      a = await AgentProcess.start(["--socket", socket, "--rules", `${dir}/rules`]);
+      const rootfs = await makeBundle(`${dir}/b`, {
+        socket,
+        // Writes every 100 ms, allowed and denied, for as long as it runs.
+        script:
+          "i=0; while true; do echo $i > /tmp/n$i; echo $i > /etc/n$i 2>/dev/null; i=$((i+1)); sleep 0.1; done",
+      });
+      await startDetached("runc", `${dir}/b`, id);
+      await until(() => exists(`${rootfs}/tmp/n3`), "writes under the first agent");
+      b = await AgentProcess.start(["--socket", socket, "--rules", `${dir}/rules`], /took over 1 containers/);
+      // The old agent stays, idle, until stopped (a DaemonSet would restart one that exits); stopping it now
+      // changes nothing for the container.
+      await a.waitOutput(/handed over; idle until stopped/);
+      const st = await a.stop();
+      assertEquals(st.code, 0, a.output);
+      a = null;
+      const seen = [...Deno.readDirSync(`${rootfs}/tmp`)].length;
+      await until(
+        () => [...Deno.readDirSync(`${rootfs}/tmp`)].length >= seen + 5,
+        "writes under the new agent",
+      );
+      assert(
+        ![...Deno.readDirSync(`${rootfs}/etc`)].some((e) => e.name.startsWith("n")),
+        "a denied write landed",
+      );
+      await b.waitOutput(/denied write \/etc\/n\d+/);
+      // A new container is accepted by the new agent on the same socket.
+      await makeBundle(`${dir}/c`, { socket, script: 'echo c > /tmp/c; echo "c=$?"' });
+      const rc = await runContainer("runc", `${dir}/c`, containerId("after"));
+      assert(rc.stdout.includes("c=0"), rc.stdout + rc.stderr);
+    } finally {
+      await forceDelete("runc", id);
+      await a?.stop();
+      await b?.stop();
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  },
+);
 
-Deno.test("containers that end leave nothing behind in the agent (fds, threads)", async () => {
+agentTest("containers that end leave nothing behind in the agent (fds, threads)", async () => {
   await withAgent(RULES, async (dir, socket, agent) => {
     const count = (what: "fd" | "task") => [...Deno.readDirSync(`/proc/${agent.child.pid}/${what}`)].length;
     await makeBundle(`${dir}/b`, { socket, script: 'echo x > /tmp/x; echo "x=$?"' });
@@ -316,7 +327,7 @@ Deno.test("containers that end leave nothing behind in the agent (fds, threads)"
   });
 });
 
-Deno.test("the agent refuses a malformed runtime message and goes on serving", async () => {
+agentTest("the agent refuses a malformed runtime message and goes on serving", async () => {
   await withAgent(RULES, async (dir, socket, agent) => {
     const conn = await Deno.connect({ transport: "unix", path: socket });
     await conn.write(new TextEncoder().encode('{"ociVersion":"1.0.2","fds":[],"state":{}}'));
@@ -389,58 +400,64 @@ async function answer(api: Api, id: number, kind: string): Promise<void> {
   assertEquals(r.status, 200, await r.text());
 }
 
-Deno.test("a question goes to the answer service: answered once over the API, or denied at the timeout", async () => {
-  await withAnswerAgent(RULES, ["--ask-timeout", "3s"], async (dir, socket, agent, api) => {
-    const rootfs = await makeBundle(`${dir}/b`, {
-      socket,
-      namespace: "team",
-      pod: "asker",
-      container: "main",
-      script: 'echo q > /etc/q; echo "q=$?"; echo t > /etc/t; echo "t=$?"',
-    });
-    const run = runContainer("runc", `${dir}/b`, containerId("ask"));
-    // The first write waits for an answer: it is listed with the pod, the container and the process chain.
-    const q = await question(api, "/etc/q");
-    assertEquals(q.container, { namespace: "team", pod: "asker", container: "main", id: q.container.id });
-    assert(q.chain.some((c) => c.includes("echo q > /etc/q")), JSON.stringify(q.chain));
-    await answer(api, q.id, "once");
-    // The second is never answered: denied when the timeout (3 s) passes.
-    const t0 = Date.now();
-    const r = await run;
-    assert(r.stdout.includes("q=0"), r.stdout + r.stderr);
-    assert(/t=[1-9]/.test(r.stdout), r.stdout + r.stderr);
-    assert(Date.now() - t0 >= 2000, "the unanswered question was denied before its timeout");
-    assertEquals(await Deno.readTextFile(`${rootfs}/etc/q`), "q\n");
-    assert(!exists(`${rootfs}/etc/t`));
-    await agent.waitOutput(/team\/asker main: denied write \/etc\/t/);
-  });
-});
-
-Deno.test("hallpass-request inside a container: the request reaches the answer service with the pod", async () => {
-  await withAnswerAgent(
-    `${RULES}allow exec /bin/hallpass-request\n`,
-    [],
-    async (dir, socket, _agent, api) => {
+agentTest(
+  "a question goes to the answer service: answered once over the API, or denied at the timeout",
+  async () => {
+    await withAnswerAgent(RULES, ["--ask-timeout", "3s"], async (dir, socket, agent, api) => {
       const rootfs = await makeBundle(`${dir}/b`, {
         socket,
-        namespace: "ci",
-        pod: "job-1",
-        script: "hallpass-request write '/etc/app/**' --reason 'install the config'; echo \"req=$?\"; " +
-          'mkdir /etc/app; echo x > /etc/app/f; echo "w=$?"',
+        namespace: "team",
+        pod: "asker",
+        container: "main",
+        script: 'echo q > /etc/q; echo "q=$?"; echo t > /etc/t; echo "t=$?"',
       });
-      await Deno.copyFile(
-        new URL("../../hallpass-request", import.meta.url).pathname,
-        `${rootfs}/bin/hallpass-request`,
-      );
-      await Deno.chmod(`${rootfs}/bin/hallpass-request`, 0o755);
-      const run = runContainer("runc", `${dir}/b`, containerId("request"));
-      const q = await question(api, "/etc/app/**");
-      assertEquals(q.reason, "install the config");
-      assertEquals(q.container.pod, "job-1");
-      await answer(api, q.id, "always");
+      const run = runContainer("runc", `${dir}/b`, containerId("ask"));
+      // The first write waits for an answer: it is listed with the pod, the container and the process chain.
+      const q = await question(api, "/etc/q");
+      assertEquals(q.container, { namespace: "team", pod: "asker", container: "main", id: q.container.id });
+      assert(q.chain.some((c) => c.includes("echo q > /etc/q")), JSON.stringify(q.chain));
+      await answer(api, q.id, "once");
+      // The second is never answered: denied when the timeout (3 s) passes.
+      const t0 = Date.now();
       const r = await run;
-      assert(r.stdout.includes("req=0") && r.stdout.includes("w=0"), r.stdout + r.stderr);
-      assertEquals(await Deno.readTextFile(`${rootfs}/etc/app/f`), "x\n");
-    },
-  );
-});
+      assert(r.stdout.includes("q=0"), r.stdout + r.stderr);
+      assert(/t=[1-9]/.test(r.stdout), r.stdout + r.stderr);
+      assert(Date.now() - t0 >= 2000, "the unanswered question was denied before its timeout");
+      assertEquals(await Deno.readTextFile(`${rootfs}/etc/q`), "q\n");
+      assert(!exists(`${rootfs}/etc/t`));
+      await agent.waitOutput(/team\/asker main: denied write \/etc\/t/);
+    });
+  },
+);
+
+agentTest(
+  "hallpass-request inside a container: the request reaches the answer service with the pod",
+  async () => {
+    await withAnswerAgent(
+      `${RULES}allow exec /bin/hallpass-request\n`,
+      [],
+      async (dir, socket, _agent, api) => {
+        const rootfs = await makeBundle(`${dir}/b`, {
+          socket,
+          namespace: "ci",
+          pod: "job-1",
+          script: "hallpass-request write '/etc/app/**' --reason 'install the config'; echo \"req=$?\"; " +
+            'mkdir /etc/app; echo x > /etc/app/f; echo "w=$?"',
+        });
+        await Deno.copyFile(
+          new URL("../../hallpass-request", import.meta.url).pathname,
+          `${rootfs}/bin/hallpass-request`,
+        );
+        await Deno.chmod(`${rootfs}/bin/hallpass-request`, 0o755);
+        const run = runContainer("runc", `${dir}/b`, containerId("request"));
+        const q = await question(api, "/etc/app/**");
+        assertEquals(q.reason, "install the config");
+        assertEquals(q.container.pod, "job-1");
+        await answer(api, q.id, "always");
+        const r = await run;
+        assert(r.stdout.includes("req=0") && r.stdout.includes("w=0"), r.stdout + r.stderr);
+        assertEquals(await Deno.readTextFile(`${rootfs}/etc/app/f`), "x\n");
+      },
+    );
+  },
+);

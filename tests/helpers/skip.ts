@@ -76,6 +76,7 @@ const MAKE_INSTALLS: Record<string, string> = {
   busybox: "busybox-static",
   chromium: "chromium",
   containerd: "containerd",
+  ctr: "containerd",
 };
 
 function onPath(cmd: string): boolean {
