@@ -7,7 +7,7 @@
  * and the mediator, with a bare control of the kernel's own behaviour.
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { bare, compileHelper, DENO, exists, ROOT, scratch } from "./harness.ts";
+import { bare, compileHelper, exists, HALLPASS_ARGV, scratch } from "./harness.ts";
 
 const ENGINES: [string, Record<string, string>][] = [
   ["fast path", {}],
@@ -22,13 +22,9 @@ function start(
   extra: string[] = [],
 ) {
   Deno.writeTextFileSync(`${s.outside}/rules`, `deny write ${s.project}/secret/**\n`);
-  return new Deno.Command(DENO, {
+  return new Deno.Command(HALLPASS_ARGV[0], {
     args: [
-      "run",
-      "--quiet",
-      "--allow-all",
-      "--no-prompt",
-      `${ROOT}/main.ts`,
+      ...HALLPASS_ARGV.slice(1),
       "--no-ask",
       "-q",
       "--rules",

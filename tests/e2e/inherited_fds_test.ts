@@ -5,9 +5,9 @@
  * control shows the shell's `3>>file` reaching the command without hallpass.
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { bare, DENO, ROOT, scratch } from "./harness.ts";
+import { bare, HALLPASS_ARGV, scratch } from "./harness.ts";
 
-const HALLPASS = `${DENO} run --quiet --allow-all --no-prompt ${ROOT}/main.ts`;
+const HALLPASS = HALLPASS_ARGV.map((a) => `'${a}'`).join(" ");
 
 Deno.test("inherited fds: 3>>outside reaches the command only with --keep-fds", async () => {
   const s = await scratch();
