@@ -14,6 +14,9 @@ import { ruleFileLine } from "../rules_file.ts";
 import type { SessionConfig, ToMain, ToWorker } from "./session_config.ts";
 import type { Summary } from "../summary.ts";
 
+/** How long an answer is given again to the same process asking the same thing (see SupervisorHost.#ask). */
+const REUSE_MS = 3000;
+
 export interface HostOptions {
   /** Where `always` and `never` answers are saved (SPEC §5), or null not to save them. */
   rulesFile: string | null;
@@ -33,7 +36,7 @@ export class SupervisorHost {
   #worker: Worker | null = null;
   #wakeR = -1;
   #wakeW = -1;
-  readonly #groups = new Map<string, number[]>();
+  readonly #groups = new Map<string, Question[]>();
   readonly #aborts = new Map<number, AbortController>();
   readonly #wakeByte = new Uint8Array(128);
   #closing = false;
@@ -183,14 +186,27 @@ export class SupervisorHost {
     }
   }
 
+  /**
+   * One question per thing: identical questions pending share one answer (any process); and the same process
+   * asking the same thing again right after an answer (`less` retrying its history file, a library retrying
+   * an open) gets that answer again for REUSE_MS instead of a new question. `once` and `deny` are what can be
+   * reused (the other answers make rules, which decide the next call themselves); never a hallpass-request.
+   */
   #ask(q: Question, key: string): void {
-    const group = this.#groups.get(key);
-    if (group) {
-      group.push(q.id);
+    const now = Date.now();
+    const recentKey = `${q.pid}\0${key}`;
+    const recent = q.syscall === "request" ? undefined : this.#recent.get(recentKey);
+    if (recent && recent.until > now) {
+      this.#send({ t: "answer", qid: q.id, answer: recent.a });
       return;
     }
-    const qids = [q.id];
-    this.#groups.set(key, qids);
+    const group = this.#groups.get(key);
+    if (group) {
+      group.push(q);
+      return;
+    }
+    const asked = [q];
+    this.#groups.set(key, asked);
     const ac = new AbortController();
     this.#aborts.set(q.id, ac);
     askWithTimeout(this.#o.backend, q, ac.signal).then((a) => {
@@ -198,9 +214,19 @@ export class SupervisorHost {
       this.#aborts.delete(q.id);
       this.#o.summary.answered(q, a);
       if ((a.kind === "always" || a.kind === "never") && q.syscall !== "request") this.#save(q, a);
-      for (const qid of qids) this.#send({ t: "answer", qid, answer: a });
+      if ((a.kind === "once" || a.kind === "deny") && q.syscall !== "request" && a.by !== "withdrawn") {
+        const until = Date.now() + REUSE_MS;
+        if (this.#recent.size > 1000) {
+          for (const [k, v] of this.#recent) if (v.until <= Date.now()) this.#recent.delete(k);
+        }
+        for (const x of asked) this.#recent.set(`${x.pid}\0${key}`, { a, until });
+      }
+      for (const x of asked) this.#send({ t: "answer", qid: x.id, answer: a });
     });
   }
+
+  /** Answers just given, by pid and question (see #ask). */
+  readonly #recent = new Map<string, { a: Answer; until: number }>();
 
   /** Appends an `always`/`never` answer to the saved rules, so the next run knows it. */
   #save(q: Question, a: Answer): void {

@@ -1,0 +1,36 @@
+/**
+ * One question per thing: the same process asking the same operation on the same path again right after an
+ * answer (`less` retrying its history file three times) reuses that answer; another process asks for itself.
+ * Counted from outside: the ask program's log of questions; the writes' effects on the outside files.
+ */
+import { deepStrictEqual as assertEquals } from "node:assert/strict";
+import { askProgram, hallpass, readQuestions, scratch } from "./harness.ts";
+
+for (const answer of ["deny", "once"]) {
+  Deno.test(`one question per thing: three tries by one process, answered ${answer}, ask once`, async () => {
+    const s = await scratch();
+    try {
+      const log = `${s.outside}/../q.jsonl`;
+      const ask = await askProgram(`${s.outside}/..`, answer, log);
+      const f = `${s.outside}/hist`;
+      const r = await hallpass([
+        "--ask-program",
+        ask,
+        "-q",
+        "--",
+        "sh",
+        "-c",
+        // One shell process (no fork: builtins) opens the same file three times; then a child asks for itself.
+        `for i in 1 2 3; do echo $i >> ${f}; done; sh -c 'echo child >> ${f}'; true`,
+      ], { cwd: s.project });
+      assertEquals(r.code, 0, r.stderr);
+      const qs = (await readQuestions(log)).filter((q) => q.op === "write");
+      assertEquals(qs.length, 2, JSON.stringify(qs.map((q) => [q.pid, q.target])));
+      assertEquals(qs[0].target, f);
+      const content = await Deno.readTextFile(f).catch(() => null);
+      assertEquals(content, answer === "once" ? "1\n2\n3\nchild\n" : null);
+    } finally {
+      await s.cleanup();
+    }
+  });
+}
