@@ -37,7 +37,16 @@ export function rulesCommand(args: string[], opts: CliOptions): number {
   } else if (op === "exec") target = normalizePath(target, plan.cwd, plan.home);
   const { decision, matching } = policy.explain(op, target, now);
   const verdict = decision.effect === "ask" ? "asks" : decision.effect === "allow" ? "allowed" : "denied";
-  console.log(`${op} ${target}: ${verdict}${decision.effect === "ask" ? ` (${decision.why})` : ""}`);
+  // Not mediated in this configuration: the call goes through, whatever the rules say (they are shown for
+  // when it is). Network connects unless --mediate has connect; programs unless it has exec.
+  const notMediated = (op === "connect" && !opts.mediate.connect && !target.startsWith("unix:")) ||
+    (op === "exec" && !opts.mediate.exec);
+  if (notMediated) {
+    console.log(
+      `${op} ${target}: not mediated (goes through: --mediate has no ${op}); ` +
+        `with --mediate …,${op} it would be ${verdict}`,
+    );
+  } else console.log(`${op} ${target}: ${verdict}${decision.effect === "ask" ? ` (${decision.why})` : ""}`);
   if (decision.rule) {
     console.log(`  decided by: ${formatRule(decision.rule, now)}   (${formatSource(decision.rule.source)})`);
   }
