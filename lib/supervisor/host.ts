@@ -319,8 +319,10 @@ async function askWithTimeout(backend: AskBackend, q: Question, signal: AbortSig
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<Answer>((r) => {
       timer = setTimeout(() => {
-        ac.abort();
+        // Settled before the backend is told to withdraw: its "withdrawn" deny must not win the race, or the
+        // requester would get EPERM (exit 3) instead of ETIMEDOUT (exit 4).
         r({ kind: "deny", by: "timeout" });
+        ac.abort();
       }, q.requestTimeoutMs);
     });
     const a = await Promise.race([backend.ask(q, ac.signal), timeout]);

@@ -68,3 +68,28 @@ hp --allow-exec ${
     },
   );
 });
+
+test({
+  name: "request in the terminal: nobody answers within --timeout 2s: exit 4 (ETIMEDOUT), nothing granted",
+  ignore,
+}, async () => {
+  const bin = await requestBin();
+  await pane(
+    `PATH=/usr/local/bin:/usr/bin:/bin; export PATH
+hp --allow-exec ${q(bin)} -- sh -c 'R=${bin}; "$R" write "$DIR/outside/x" --timeout 2s; echo "rc=$?"; ` +
+      `echo y > "$DIR/outside/x" 2>/dev/null; echo "w=$?"; "$R" check write "$DIR/outside/x"; echo "c=$?"'`,
+    async (t) => {
+      await t.waitBar();
+      // Nobody answers: the request's own timeout settles it; the bar goes on to the write's own question.
+      await t.waitText(/^rc=\d+$/m);
+      assert(/^rc=4$/m.test(await t.history()), await t.history());
+      await t.waitBar();
+      await t.keys("d");
+      await t.waitText(/^c=\d+$/m);
+      const h = await t.history();
+      // Nothing was granted: the write asked (denied with [d]) and `check` says a request would ask (5).
+      assert(/^w=[1-9]/m.test(h) && /^c=5$/m.test(h), h);
+      assertEquals(await t.waitExit(), 0);
+    },
+  );
+});
