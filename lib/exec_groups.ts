@@ -82,7 +82,13 @@ export function groupName(name: string): string {
  */
 export function checkMember(member: string): string {
   if (member.startsWith("@")) return groupName(member);
-  if (member.startsWith("/")) return formatScope(parsePathScope(member, { cwd: "/" }));
+  if (member.startsWith("/")) {
+    const s = parsePathScope(member, { cwd: "/" });
+    if (s.kind === "glob") {
+      throw new UsageError(`bad group member ${JSON.stringify(member.slice(0, 80))}: no * here`);
+    }
+    return formatScope(s);
+  }
   if (PROG_NAME.test(member) && member !== "." && member !== "..") return member;
   throw new UsageError(
     `bad group member ${

@@ -9,8 +9,12 @@
  * * `~` and `~/…` expand to the `home` given; `~user` is not expanded (it is an ordinary relative name).
  * * A trailing `/` (`/a/b/`) says "directory": it gives a tree, like `/a/b/**`.
  * * `..` above `/` stays at `/` (as the kernel does).
- * * Only a trailing `/**` is a glob; any other `*`, `?` or `[` is refused (a file really named so cannot be
- *   written as a scope; use its directory).
+ * * Two patterns: a trailing `/**` (a tree), and one `*` in the last component (`~/.claude.json*`,
+ *   `/tmp/claude-*-cwd`): a `glob` scope, the names in that one directory that start with what is before the
+ *   `*` and end with what is after it (possibly nothing: `~/.claude.json*` covers `~/.claude.json` itself). It
+ *   never matches across `/` and never below the directory. Any other `*`, `?` or `[` is refused (a file
+ *   really named so cannot be written as a scope; use its directory). A glob is never a Landlock rule: writes it
+ *   allows are checked and performed by the supervisor.
  *
  * @module
  */
@@ -88,13 +92,30 @@ export function parsePathScope(text: string, opts: PathScopeOptions): PathScope 
     tree = true;
     if (body === "") body = "/";
   }
-  const glob = body.search(/[*?[]/);
-  if (glob >= 0) {
+  const slash = body.lastIndexOf("/");
+  const star = body.indexOf("*");
+  const bad = body.search(/[?[]/);
+  const lastStar = body.lastIndexOf("*");
+  const badAt = bad >= 0
+    ? bad
+    : star >= 0 && (tree || star < slash || lastStar !== star || body.endsWith("/"))
+    ? (tree || star < slash ? star : lastStar)
+    : -1;
+  if (badAt >= 0) {
     throw new UsageError(
       `bad path ${JSON.stringify(clip(text))}: "${
-        body[glob]
-      }" is not allowed (the only pattern is a trailing /**)`,
+        body[badAt]
+      }" is not allowed (the patterns are a trailing /** ` +
+        `and one * in the last component)`,
     );
+  }
+  if (star >= 0) {
+    // Normalise the directory only: the pattern component is kept as written.
+    const name = body.slice(slash + 1);
+    const dir = slash < 0
+      ? normalizePath(opts.cwd, "/")
+      : normalizePath(body.slice(0, slash) || "/", opts.cwd, opts.home);
+    return { kind: "glob", path: (dir === "/" ? "" : dir) + "/" + name };
   }
   if (!tree && body.length > 1 && body.endsWith("/")) tree = true;
   const path = normalizePath(body, opts.cwd, opts.home);
@@ -122,14 +143,42 @@ export function scopeFromCanonical(text: string, cwd = "/", home?: string): Path
 export function scopeCovers(scope: PathScope, path: string): boolean {
   const sp = scope.path;
   if (scope.kind === "exact") return path === sp;
+  if (scope.kind === "glob") return globCovers(sp, path);
   if (sp.length === 1) return path.charCodeAt(0) === SLASH; // "/**"
   if (path.length === sp.length) return path === sp;
   return path.length > sp.length && path.charCodeAt(sp.length) === SLASH && path.startsWith(sp);
 }
 
-/** `/a/b/**` for a tree (`/**` for the root), `/a/b` for an exact path. */
+/**
+ * Whether glob pattern `pattern` (`/dir/pre*post`) covers `path` (absolute and normal): the same directory, a
+ * name that starts with `pre` and ends with `post`, with room for both. Allocates nothing.
+ */
+export function globCovers(pattern: string, path: string): boolean {
+  const slash = pattern.lastIndexOf("/");
+  if (path.lastIndexOf("/") !== slash || !path.startsWith(pattern.slice(0, slash + 1))) return false;
+  const star = pattern.indexOf("*", slash);
+  const pre = star - slash - 1, post = pattern.length - star - 1;
+  if (path.length - slash - 1 < pre + post) return false;
+  return path.startsWith(pattern.slice(slash + 1, star), slash + 1) && path.endsWith(pattern.slice(star + 1));
+}
+
+/** The directory a glob pattern's names are in (`/a` for `/a/b*`, `/` for `/b*`). */
+export function globDir(pattern: string): string {
+  const slash = pattern.lastIndexOf("/");
+  return slash === 0 ? "/" : pattern.slice(0, slash);
+}
+
+/**
+ * Whether a path or write target would be read as a glob: a `*` in its last component, other than a trailing
+ * `/**`. A file really named `a*` cannot be a rule's exact path: a rule made from it would cover more.
+ */
+export function isGlobTarget(path: string): boolean {
+  return !path.endsWith("/**") && path.indexOf("*", path.lastIndexOf("/")) >= 0;
+}
+
+/** `/a/b/**` for a tree (`/**` for the root), `/a/b` for an exact path, the pattern for a glob. */
 export function formatScope(scope: PathScope): string {
-  if (scope.kind === "exact") return scope.path;
+  if (scope.kind === "exact" || scope.kind === "glob") return scope.path;
   return scope.path === "/" ? "/**" : scope.path + "/**";
 }
 
@@ -144,7 +193,8 @@ export function pathDepth(path: string): number {
 /**
  * How specific a scope is: `2 × depth`, plus 1 for an exact path. Deeper is more specific, and an exact path
  * beats a tree at the same path (`/a` = 3 > `/a/**` = 2), but a tree one level deeper beats both
- * (`/a/b/**` = 4).
+ * (`/a/b/**` = 4). A glob counts as deep as the names it matches, without the 1 of an exact path: `/a/b*` = 4
+ * beats `/a/**` (2) and loses to the exact `/a/bc` (5).
  */
 export function scopeSpecificity(scope: PathScope): number {
   return 2 * pathDepth(scope.path) + (scope.kind === "exact" ? 1 : 0);

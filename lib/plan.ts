@@ -4,7 +4,7 @@
  * changes.
  */
 import type { CliOptions } from "./cli.ts";
-import { parsePathScope } from "./path_scope.ts";
+import { globDir, parsePathScope } from "./path_scope.ts";
 import { parseRules, parseRuleTarget } from "./rules_file.ts";
 import { lookupInPath } from "./path_lookup.ts";
 import { type Rule, UsageError } from "./types.ts";
@@ -122,12 +122,17 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
     // Canonical: a symlinked directory is allowed where it really is.
     let path = s.path;
     try {
-      path = Deno.realPathSync(s.path);
+      if (s.kind !== "glob") path = Deno.realPathSync(s.path);
+      else {
+        const dir = Deno.realPathSync(globDir(s.path));
+        path = (dir === "/" ? "" : dir) + s.path.slice(s.path.lastIndexOf("/"));
+      }
     } catch {
       // does not exist yet: mediated by the supervisor, not in the Landlock floor
     }
     const scope = { kind: s.kind, path };
-    floor.push(scope);
+    // A glob (`~/.claude.json*`) has no Landlock form: its writes are checked and performed by the supervisor.
+    if (scope.kind !== "glob") floor.push({ kind: scope.kind, path });
     rules.push({ effect: "allow", op: "write", target: formatScope(scope), source: cli("--allow-path") });
   }
   const targetOpts = { cwd, home, isDir, lookup: (p: string) => lookupInPath(p, pathEnv) };

@@ -37,7 +37,7 @@ import {
   prepareTarget,
 } from "./connect_dest.ts";
 import { expandGroup, GROUPS, type GroupTable } from "./exec_groups.ts";
-import { formatScope, parsePathScope, scopeSpecificity } from "./path_scope.ts";
+import { formatScope, globCovers, globDir, parsePathScope, scopeSpecificity } from "./path_scope.ts";
 import { formatRule } from "./rules_file.ts";
 import type { Op, PathScope, Rule, RuleSource } from "./types.ts";
 import { UsageError } from "./types.ts";
@@ -74,14 +74,19 @@ interface Entry {
   readonly conditional: boolean;
   readonly path: string;
   readonly tree: boolean;
+  /** A glob (`/dir/pre*post`, in `path`): indexed by its directory. */
+  readonly glob: boolean;
   readonly dest: ConnectDest | null;
 }
 
 /** A rule's target as the policy compiled it: one path or tree (see {@link Policy.pathEntries}). */
 export interface PathEntry {
   readonly effect: "allow" | "deny";
+  /** The path, the tree's root, or the glob pattern (`/dir/pre*post`). */
   readonly path: string;
   readonly tree: boolean;
+  /** `path` is a glob pattern: it covers names in its directory only (path_scope.ts globCovers). */
+  readonly glob: boolean;
   /** ms since epoch; Infinity for rules without a duration. */
   readonly expiresAt: number;
   /** An exec allow from `@system`: it does not apply to programs the sandbox may write. */
@@ -122,6 +127,7 @@ function hashOf(s: string): number {
   for (let i = 0; i < s.length; i++) h = ((h << 5) - h + s.charCodeAt(i)) & HASH_MASK;
   return h;
 }
+const ROOT_HASH = hashOf("/");
 
 function better(e: Entry, best: Entry | null): boolean {
   return best === null || e.spec > best.spec || (e.spec === best.spec && e.deny && !best.deny);
@@ -131,9 +137,18 @@ function better(e: Entry, best: Entry | null): boolean {
 class PathIndex {
   readonly exact = new Map<number, Entry[]>();
   readonly tree = new Map<number, Entry[]>();
+  /** Globs, by the hash of their directory. */
+  readonly glob = new Map<number, Entry[]>();
   readonly root: Entry[] = [];
 
   add(e: Entry): void {
+    if (e.glob) {
+      const h = hashOf(globDir(e.path));
+      const list = this.glob.get(h);
+      if (list) list.push(e);
+      else this.glob.set(h, [e]);
+      return;
+    }
     if (e.tree && e.path === "/") {
       this.root.push(e);
       return;
@@ -173,17 +188,23 @@ class PathIndex {
     if (this.root.length > 0) this.#consider(this.root, 1);
     const n = path.length;
     let h = HASH_SEED;
+    let dirHash = ROOT_HASH; // the hash of the path's directory (the prefix before its last "/")
     for (let i = 0; i < n; i++) {
       h = ((h << 5) - h + path.charCodeAt(i)) & HASH_MASK;
       const end = i + 1;
       if (end < n && path.charCodeAt(end) !== 47) continue;
       if (end === 1) continue; // "/" itself: root trees are handled above
+      if (end < n) dirHash = h;
       const t = this.tree.get(h);
       if (t !== undefined) this.#consider(t, end);
       if (end === n) {
         const x = this.exact.get(h);
         if (x !== undefined) this.#consider(x, end);
       }
+    }
+    if (this.glob.size > 0 && n > 1) {
+      const g = this.glob.get(dirHash);
+      if (g !== undefined) this.#consider(g, -1);
     }
     const best = this.#best;
     this.#best = null;
@@ -192,12 +213,19 @@ class PathIndex {
     return best;
   }
 
-  /** Entries of a bucket whose path is path[0, end) (a bucket may hold other paths with the same hash). */
+  /**
+   * Entries of a bucket whose path is path[0, end) (a bucket may hold other paths with the same hash); for
+   * `end` -1, globs that cover the path.
+   */
   #consider(list: Entry[], end: number): void {
     for (let k = 0; k < list.length; k++) {
       const e = list[k];
       if (e.expiresAt <= this.#now) continue;
-      if (e.path.length !== end || !this.#path.startsWith(e.path)) continue;
+      if (
+        end < 0 ? !globCovers(e.path, this.#path) : e.path.length !== end || !this.#path.startsWith(e.path)
+      ) {
+        continue;
+      }
       if (e.conditional && this.#isWritable !== undefined) {
         if (this.writable === 0) {
           // isWritable may call decide() again (even on this index): keep this call's state across it.
@@ -314,12 +342,15 @@ export class Policy {
   pathEntries(op: "write" | "exec"): PathEntry[] {
     const index = op === "write" ? this.#write : this.#exec;
     const out: PathEntry[] = [];
-    for (const list of [index.root, ...index.exact.values(), ...index.tree.values()]) {
+    for (
+      const list of [index.root, ...index.exact.values(), ...index.tree.values(), ...index.glob.values()]
+    ) {
       for (const e of list) {
         out.push({
           effect: e.deny ? "deny" : "allow",
           path: e.path,
           tree: e.tree,
+          glob: e.glob,
           expiresAt: e.expiresAt,
           conditional: e.conditional,
         });
@@ -384,7 +415,15 @@ export class Policy {
     const { cwd, home } = this.#opts;
     if (rule.op === "connect") {
       const dest = parseConnectDest(rule.target);
-      return [{ ...base, spec: destSpecificity(dest), conditional: false, path: "", tree: false, dest }];
+      return [{
+        ...base,
+        spec: destSpecificity(dest),
+        conditional: false,
+        path: "",
+        tree: false,
+        glob: false,
+        dest,
+      }];
     }
     let scopes: PathScope[];
     let fromSystem = false;
@@ -408,6 +447,7 @@ export class Policy {
       conditional: system !== null && system.has(formatScope(s)),
       path: s.path,
       tree: s.kind === "tree",
+      glob: s.kind === "glob",
       dest: null,
     }));
   }

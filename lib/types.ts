@@ -9,10 +9,12 @@ export const OPS: readonly Op[] = ["write", "exec", "connect"];
 
 /**
  * A path scope: `exact` covers one path, `tree` covers a directory and everything below it
- * (written `DIR/**`). Paths are absolute and normalised (no `.`/`..`, no trailing slash).
+ * (written `DIR/**`), `glob` the names in one directory that match a last component with one `*`
+ * (`DIR/NAME*`, `DIR/pre-*-post`; `path` holds the pattern). Paths are absolute and normalised (no `.`/`..`,
+ * no trailing slash).
  */
 export interface PathScope {
-  kind: "exact" | "tree";
+  kind: "exact" | "tree" | "glob";
   path: string;
 }
 

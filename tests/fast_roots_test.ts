@@ -108,6 +108,13 @@ Deno.test("write roots: floor trees without a deny rule in, at or above them; fi
   assert.deepEqual(s.files, []);
   s = setup("deny write /tmp/xy/**", floor); // a sibling with a common prefix is no overlap
   assert.deepEqual(s.write, ["/home/me/proj", "/tmp/x"]);
+  // a glob counts as its whole directory: a deny glob inside (or naming) a floor tree taints it
+  s = setup("deny write /home/me/proj/.env*", floor);
+  assert.deepEqual(s.write, ["/tmp/x"]);
+  s = setup("deny write /tmp/x*", floor);
+  assert.deepEqual(s.write, ["/home/me/proj"]);
+  s = setup("deny write /dev/nul*", floor);
+  assert.deepEqual(s.files, []);
 });
 
 Deno.test("every program below an exec root and every path below a write root is allowed by the policy", () => {
@@ -124,11 +131,15 @@ Deno.test("every program below an exec root and every path below a write root is
     "deny exec /home/me/proj/scripts/bad",
     "allow write /home/me/.cache/**",
     "deny write /home/me/.cache/hallpass/**",
+    "deny write /home/me/proj/.env*",
+    "deny exec /usr/local/bin/ev*l",
+    "allow write /usr/local/bin/x*",
   ];
   const programs = [
     "/usr/bin/git",
     "/usr/bin/curl",
     "/usr/local/bin/x",
+    "/usr/local/bin/evil",
     "/usr/lib/gcc/cc1",
     "/opt/tool/t",
     "/opt/data/d",
@@ -141,6 +152,7 @@ Deno.test("every program below an exec root and every path below a write root is
   const writes = [
     "/home/me/proj/a",
     "/home/me/proj/secrets/k",
+    "/home/me/proj/.env.local",
     "/home/me/.cache/x",
     "/home/me/.cache/hallpass/l",
   ];

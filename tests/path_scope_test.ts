@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import {
   formatScope,
+  globCovers,
+  isGlobTarget,
   normalizePath,
   parsePathScope,
   scopeCovers,
@@ -67,11 +69,13 @@ Deno.test("parsePathScope", async (t) => {
   const errors: [string, RegExp][] = [
     ["", /^empty path$/],
     ["/a\0b", /NUL/],
-    ["/a/*.txt", /"\*" is not allowed/],
     ["/a/**/b", /"\*" is not allowed/],
+    ["/a/*/b", /"\*" is not allowed/],
+    ["/a/b*c*", /"\*" is not allowed/],
+    ["/a/b*/", /"\*" is not allowed/],
+    ["/a/b*/**", /"\*" is not allowed/],
     ["/a/?", /"\?" is not allowed/],
     ["/a/[ab]", /"\[" is not allowed/],
-    ["/a/*", /"\*" is not allowed/],
     ["**", /bad path "\*\*"/],
     ["/a/***", /"\*" is not allowed/],
   ];
@@ -148,4 +152,64 @@ Deno.test("huge paths stay linear", () => {
   assert.equal(s.kind, "tree");
   assert.ok(scopeCovers(s, s.path + "/y"));
   assert.ok(performance.now() - t0 < 500);
+});
+
+Deno.test("glob: one * in the last component, within that one directory", async (t) => {
+  const opts = { cwd: "/proj", home: HOME, isDir: () => true };
+  const parses: [string, string][] = [
+    ["~/.claude.json*", "/home/me/.claude.json*"],
+    ["/tmp/claude-*-cwd", "/tmp/claude-*-cwd"],
+    ["/a/./b/../*.txt", "/a/*.txt"],
+    ["x*", "/proj/x*"],
+    ["/*", "/*"],
+    ["/a/*", "/a/*"],
+  ];
+  for (const [text, want] of parses) {
+    await t.step(`${text} → ${want} (isDir never makes it a tree)`, () => {
+      const s = parsePathScope(text, opts);
+      assert.deepEqual(s, { kind: "glob", path: want });
+      assert.equal(formatScope(s), want);
+      assert.deepEqual(parsePathScope(formatScope(s), { cwd: "/" }), s, "round trip");
+    });
+  }
+  const covers: [string, string, boolean][] = [
+    ["/home/me/.claude.json*", "/home/me/.claude.json", true], // * matches nothing too
+    ["/home/me/.claude.json*", "/home/me/.claude.json.tmp.123.abc", true],
+    ["/home/me/.claude.json*", "/home/me/.claude.json.lock", true],
+    ["/home/me/.claude.json*", "/home/me/.claude.jso", false],
+    ["/home/me/.claude.json*", "/home/me/.claude.json.d/x", false], // never across "/"
+    ["/home/me/.claude.json*", "/home/me/.claude.json/x", false],
+    ["/home/me/.claude.json*", "/home/me/sub/.claude.json", false],
+    ["/home/me/.claude.json*", "/home/me", false],
+    ["/home/me/.claude.json*", "/home/mex/.claude.json", false],
+    ["/tmp/claude-*-cwd", "/tmp/claude-8c4b-cwd", true],
+    ["/tmp/claude-*-cwd", "/tmp/claude--cwd", true],
+    ["/tmp/claude-*-cwd", "/tmp/claude-cwd", false], // prefix and suffix may not overlap
+    ["/tmp/claude-*-cwd", "/tmp/claude-8c4b-cwd.x", false],
+    ["/tmp/claude-*-cwd", "/tmp/claude-a/b-cwd", false],
+    ["/tmp/claude-*-cwd", "/tmp/x/claude-8c4b-cwd", false],
+    ["/tmp/claude-*-cwd", "/var/tmp/claude-8c4b-cwd", false],
+    ["/*", "/etc", true],
+    ["/*", "/etc/passwd", false],
+    ["/a/*", "/a", false],
+    ["/a/*", "/a/b", true],
+    ["/a/*", "/a/b/c", false],
+  ];
+  for (const [pattern, path, want] of covers) {
+    await t.step(`${pattern} ${want ? "covers" : "does not cover"} ${path}`, () => {
+      assert.equal(scopeCovers({ kind: "glob", path: pattern }, path), want);
+      assert.equal(globCovers(pattern, path), want);
+    });
+  }
+  await t.step("specificity: deeper than the directory tree, below an exact name", () => {
+    const g = scopeSpecificity({ kind: "glob", path: "/a/b*" });
+    assert.ok(g > scopeSpecificity({ kind: "tree", path: "/a" }));
+    assert.ok(g < scopeSpecificity({ kind: "exact", path: "/a/bc" }));
+  });
+  await t.step("isGlobTarget: a * in the last component, not a trailing /**", () => {
+    assert.equal(isGlobTarget("/a/b*"), true);
+    assert.equal(isGlobTarget("/a/**"), false);
+    assert.equal(isGlobTarget("/a*/b"), false);
+    assert.equal(isGlobTarget("/a/b"), false);
+  });
 });

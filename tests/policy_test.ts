@@ -330,7 +330,7 @@ Deno.test("add and remove", () => {
   assert.equal(p.decide("write", "/a/b", NOW).effect, "allow");
   assert.equal(p.remove(() => false), 0);
   assert.equal(p.rules.length, 1);
-  assert.throws(() => p.add({ ...r, target: "/a/*" }), UsageError);
+  assert.throws(() => p.add({ ...r, target: "/a/*/b" }), UsageError);
   assert.throws(() => p.add({ ...r, op: "connect", target: "example.com" }), UsageError);
   assert.throws(() => p.add({ ...r, op: "exec", target: "nosuch" }), UsageError);
   assert.equal(p.rules.length, 1, "a rule that fails to compile is not added");
@@ -453,4 +453,47 @@ Deno.test("decide allocates nothing in the common path", () => {
     const perCall = rounds.sort((a, b) => a - b)[4];
     assert.ok(perCall < 4, `${name}: ${perCall} bytes per call (rounds: ${rounds.map((x) => x.toFixed(1))})`);
   }
+});
+
+Deno.test(
+  "write: a glob in the last component covers names in that one directory, and ranks by specificity",
+  run([
+    ["allow write ~/.claude.json*", "write", "/home/me/.claude.json", "allow", 1],
+    ["allow write ~/.claude.json*", "write", "/home/me/.claude.json.tmp.12.ab", "allow", 1],
+    ["allow write ~/.claude.json*", "write", "/home/me/.claude.json.d/x", "ask", 0],
+    ["allow write ~/.claude.json*", "write", "/home/me/.claude.jso", "ask", 0],
+    ["allow write ~/.claude.json*", "write", "/home/me/.bashrc", "ask", 0],
+    ["allow write ~/.claude.json*", "write", "/home/me", "ask", 0],
+    ["allow write /tmp/claude-*-cwd", "write", "/tmp/claude-8c4b-cwd", "allow", 1],
+    ["allow write /tmp/claude-*-cwd", "write", "/tmp/claude-8c4b-cwdx", "ask", 0],
+    ["allow write /tmp/claude-*-cwd", "write", "/tmp/claude-cwd", "ask", 0],
+    ["allow write /tmp/claude-*-cwd", "write", "/tmp/claude-a/b-cwd", "ask", 0],
+    ["allow write /*", "write", "/x", "allow", 1],
+    ["allow write /*", "write", "/x/y", "ask", 0],
+    // an exact name beats the glob, the glob beats its directory's tree, a deeper tree ties and deny wins
+    ["allow write ~/.claude.json*\ndeny write ~/.claude.json", "write", "/home/me/.claude.json", "deny", 2],
+    ["allow write ~/.claude.json*\ndeny write ~/**", "write", "/home/me/.claude.json.tmp.1", "allow", 1],
+    ["deny write ~/.claude.json*\nallow write ~/**", "write", "/home/me/.claude.json.tmp.1", "deny", 1],
+    ["allow write ~/.c*\ndeny write ~/.cache/**", "write", "/home/me/.cache", "deny", 2],
+    ["allow write ~/.c*\ndeny write ~/.cache/**", "write", "/home/me/.config", "allow", 1],
+    ["allow write ~/.c*\ndeny write ~/.c*", "write", "/home/me/.c", "deny", 2],
+    // globs of other directories with the same hash bucket are not confused
+    ["allow write /a/x*\nallow write /b/y*", "write", "/a/y1", "ask", 0],
+    ["allow write /a/x*\nallow write /b/y*", "write", "/b/y1", "allow", 2],
+    ["allow exec /opt/tool-*", "exec", "/opt/tool-1.2", "allow", 1],
+    ["allow exec /opt/tool-*", "exec", "/opt/tool-1.2/bin/x", "ask", 0],
+  ]),
+);
+
+Deno.test("glob rules: expiry, explain and pathEntries", () => {
+  const p = new Policy(rules("allow write /tmp/x-* for 1s\ndeny write /tmp/x-secret*"), options());
+  assert.equal(p.decide("write", "/tmp/x-1", NOW).effect, "allow");
+  assert.equal(p.decide("write", "/tmp/x-1", NOW + 2000).effect, "ask");
+  assert.equal(p.decide("write", "/tmp/x-secret", NOW).effect, "deny");
+  assert.equal(p.explain("write", "/tmp/x-secret.1", NOW).matching.length, 2);
+  const e = p.pathEntries("write");
+  assert.deepEqual(e.map((x) => [x.path, x.glob, x.tree]).sort(), [
+    ["/tmp/x-*", true, false],
+    ["/tmp/x-secret*", true, false],
+  ]);
 });

@@ -46,6 +46,9 @@ Deno.test("parseRules: good lines", async (t) => {
     ["allow write ~/.cargo", [{ effect: "allow", op: "write", target: "/home/me/.cargo/**" }]],
     ["allow write out/log.txt", [{ effect: "allow", op: "write", target: "/proj/out/log.txt" }]],
     ["allow write out", [{ effect: "allow", op: "write", target: "/proj/out/**" }]],
+    ["allow write ~/.claude.json*", [{ effect: "allow", op: "write", target: "/home/me/.claude.json*" }]],
+    ["allow write /tmp/claude-*-cwd", [{ effect: "allow", op: "write", target: "/tmp/claude-*-cwd" }]],
+    ["deny write out/../x*", [{ effect: "deny", op: "write", target: "/proj/x*" }]],
     ["deny write ../../etc/passwd", [{ effect: "deny", op: "write", target: "/etc/passwd" }]],
     ["  allow   write\t/tmp/x   ", [{ effect: "allow", op: "write", target: "/tmp/x" }]],
     ["allow write /tmp/x # trailing comment", [{ effect: "allow", op: "write", target: "/tmp/x" }]],
@@ -116,8 +119,8 @@ Deno.test("parseRules: errors name the file and line", async (t) => {
     ["allow write /a for soon", 'rules:1: bad duration "soon": expected e.g. 90s, 10m, 1h30m'],
     ["allow write /a for 0s", 'rules:1: bad duration "0s": must be more than zero'],
     [
-      "allow write /a/*.txt",
-      'rules:1: bad path "/a/*.txt": "*" is not allowed (the only pattern is a trailing /**)',
+      "allow write /a/*/x.txt",
+      'rules:1: bad path "/a/*/x.txt": "*" is not allowed (the patterns are a trailing /** and one * in the last component)',
     ],
     ["allow exec nosuchprog", 'rules:1: program "nosuchprog" not found in $PATH'],
     [
@@ -147,7 +150,7 @@ Deno.test("parseRules: errors name the file and line", async (t) => {
       "group @x @nosuch",
       "rules:1: unknown group @nosuch (known: @system, @shells, @coreutils, @git, @node, @python, @build)",
     ],
-    ["group @x /a/*", 'rules:1: bad path "/a/*": "*" is not allowed (the only pattern is a trailing /**)'],
+    ["group @x /a/*", 'rules:1: bad group member "/a/*": no * here'],
     ["allow write /ok\nallow write /ok2\nbogus", 'rules:3: expected "allow", "deny" or "group", got "bogus"'],
   ];
   for (const [text, want] of cases) {

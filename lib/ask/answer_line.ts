@@ -7,7 +7,7 @@
  * connect). Pure: returns an Answer or a one-line error; the caller turns an error into a deny.
  */
 import { parseDuration } from "../duration.ts";
-import { parsePathScope, scopeCovers } from "../path_scope.ts";
+import { formatScope, parsePathScope, scopeCovers } from "../path_scope.ts";
 import { destCovers, parseConnectDest, parseConnectTarget } from "../connect_dest.ts";
 import type { Answer, Question } from "../types.ts";
 
@@ -61,7 +61,7 @@ export function checkScope(scope: string, q: Question): string | { error: string
     // A rename or link: the scope must cover one of its ends (an end it leaves out is asked about again).
     const ends = q.paths ?? [q.target.endsWith("/**") ? q.target.slice(0, -3) : q.target];
     if (!ends.some((t) => scopeCovers(s, t))) return { error: `scope ${scope} does not cover ${q.target}` };
-    return s.kind === "tree" ? `${s.path === "/" ? "" : s.path}/**` : s.path;
+    return formatScope(s);
   } catch (e) {
     return { error: (e as Error).message };
   }

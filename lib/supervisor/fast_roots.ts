@@ -10,10 +10,21 @@
 import type { PathEntry, Policy } from "../policy.ts";
 import type { FastRoots } from "../../ffi/fastpath.ts";
 import type { PathScope } from "../types.ts";
-import { scopeCovers } from "../path_scope.ts";
+import { globDir, scopeCovers } from "../path_scope.ts";
 
-/** Whether the scopes (a tree or an exact path each) have a path in common. */
-function overlap(a: { path: string; tree: boolean }, b: { path: string; tree: boolean }): boolean {
+interface Scope {
+  path: string;
+  tree: boolean;
+  glob?: boolean;
+}
+
+/**
+ * Whether the scopes (a tree or an exact path each) have a path in common. A glob counts as its whole
+ * directory tree (more than it covers): conservative, it can only leave a root out.
+ */
+function overlap(a: Scope, b: Scope): boolean {
+  if (a.glob) a = { path: globDir(a.path), tree: true };
+  if (b.glob) b = { path: globDir(b.path), tree: true };
   return (a.tree && scopeCovers({ kind: "tree", path: a.path }, b.path)) ||
     (b.tree && scopeCovers({ kind: "tree", path: b.path }, a.path)) ||
     a.path === b.path;
@@ -39,7 +50,9 @@ export function fastExecRoots(
     if (exec.some((e) => e.effect === "deny" && overlap(e, c))) continue;
     if (c.conditional) {
       if (write.some((w) => w.effect === "allow" && overlap(w, c))) continue;
-      if (floor.some((f) => overlap({ path: f.path, tree: f.kind === "tree" }, c))) continue;
+      if (floor.some((f) => overlap({ path: f.path, tree: f.kind === "tree", glob: f.kind === "glob" }, c))) {
+        continue;
+      }
     }
     if (!out.includes(c.path)) out.push(c.path);
   }

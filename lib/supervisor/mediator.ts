@@ -20,7 +20,7 @@ import { getRemoteFd, type Notification, type NotifyFd, openat2, RESOLVE } from 
 import { fs, S_IFDIR, S_IFIFO, S_IFREG } from "../../ffi/fsops.ts";
 import { resolveSyscall } from "../../ffi/seccomp.ts";
 import { Policy } from "../policy.ts";
-import { scopeCovers } from "../path_scope.ts";
+import { isGlobTarget, scopeCovers } from "../path_scope.ts";
 import { suggestExecScopes, suggestScopes } from "../suggest_scope.ts";
 import { MAGIC_PREFIX } from "../request_protocol.ts";
 import type { Answer, Op, PathScope, Question, Rule } from "../types.ts";
@@ -712,6 +712,8 @@ export class Mediator {
     if (a.kind === "for" || a.kind === "always" || a.kind === "never") {
       const target = a.scope ?? p.asked ?? p.targets[0].path;
       try {
+        // A name with a `*` in it would become a glob rule covering its neighbours (`~/.bash*`): refused.
+        if (isGlobTarget(target) && p.targets.some((t) => isGlobTarget(t.path))) throw new Error("glob");
         this.addRule({
           effect: a.kind === "never" ? "deny" : "allow",
           op: p.op,

@@ -11,7 +11,7 @@ import {
   formatDest,
   parseConnectDest,
 } from "../connect_dest.ts";
-import { formatScope, scopeCovers } from "../path_scope.ts";
+import { formatScope, isGlobTarget, scopeCovers } from "../path_scope.ts";
 import { type DecodedRequest, decodeRequestBytes, LINUX_ERRNO as E } from "../request_protocol.ts";
 import type { Answer, Op, Question, Rule } from "../types.ts";
 import type { Mediator } from "./mediator.ts";
@@ -198,6 +198,8 @@ export class RequestHandler {
     }
     const r = resolvePath(raw, base, true, n.tid, n.tid, "lexical");
     if (r.kind !== "path") return E.EINVAL;
+    // A glob is asked for as written: one reached through a symlink named otherwise would be a surprise.
+    if (!tree && isGlobTarget(r.path) && !isGlobTarget(raw)) return E.EINVAL;
     return formatScope({ kind: tree ? "tree" : "exact", path: r.path });
   }
 
