@@ -14,13 +14,14 @@
  *
  * What a recipe deliberately leaves out, so that it still asks:
  * * `$HOME` itself and shared directories (`/tmp`, `~/.cache`): only the agent's own subdirectories.
- * * Temporary files that an agent writes next to a file in `$HOME` (`~/.claude.json.tmp.PID.RANDOM`): rules
- *   have no prefix glob, and `allow write ~/**` would give the sandbox the whole home directory.
+ * * Temporary files with random names are allowed only as narrowly as their pattern (`~/.claude.json*`,
+ *   `/tmp/claude-*-cwd`: a glob in the last component, never `~/**` or `/tmp/**`).
  * * Programs an agent copies into its own state directory and runs from there (codex's app-server daemon in
  *   `~/.codex/packages/`): the sandbox may write there, so allowing exec would let it run anything it writes.
  */
 import type { Rule } from "./types.ts";
 import { UsageError } from "./types.ts";
+import { parsePathScope, scopeCovers } from "./path_scope.ts";
 
 export interface Recipe {
   name: string;
@@ -30,8 +31,9 @@ export interface Recipe {
   /** The npm package the program belongs to. */
   package?: string;
   /**
-   * Write scopes: `~` for $HOME, `{uid}` for the user id, `DIR/**` for a tree, else one exact path (a file, or a
-   * directory the agent creates and removes, such as a lock directory).
+   * Write scopes: `~` for $HOME, `{uid}` for the user id, `{tmp}` for `/tmp` and `$TMPDIR` (when set elsewhere),
+   * `DIR/**` for a tree, `DIR/NAME*` for the names in DIR that match (a temporary file with a random part), else
+   * one exact path (a file, or a directory the agent creates and removes, such as a lock directory).
    */
   write: string[];
   /**
@@ -50,12 +52,13 @@ export const RECIPES: Recipe[] = [
     package: "@anthropic-ai/claude-code",
     write: [
       "~/.claude/**", // settings, sessions, backups of .claude.json, todos, shell snapshots
-      "~/.claude.json", // its main state file (written with a temp file + rename: see docs/agents.md)
-      "~/.claude.json.lock", // a lock directory, made and removed around each write of .claude.json
-      "~/.claude.json.backup",
-      "/tmp/claude-{uid}/**", // per-user scratch
-      "/tmp/cc-socks-{uid}/**", // a directory it makes at start (measured as an ordinary user)
-      "/tmp/cc-socks/**", // the same, measured as root
+      // its main state file, written as ~/.claude.json.tmp.PID.RANDOM + rename; ~/.claude.json.lock (a lock
+      // directory made and removed around each write) and ~/.claude.json.backup
+      "~/.claude.json*",
+      "{tmp}/claude-*-cwd", // its Bash tool's shell writes its working directory here after each command
+      "{tmp}/claude-{uid}/**", // per-user scratch
+      "{tmp}/cc-socks-{uid}/**", // a directory it makes at start (measured as an ordinary user)
+      "{tmp}/cc-socks/**", // the same, measured as root
     ],
     exec: ["{package}/**", "~/.local/share/claude/versions/**"],
   },
@@ -66,7 +69,7 @@ export const RECIPES: Recipe[] = [
     package: "@openai/codex",
     write: [
       "~/.codex/**", // config.toml, installation_id, sqlite state and logs, app-server daemon files
-      "/tmp/codex-daemon-{uid}/**", // the app-server daemon's lock and socket
+      "{tmp}/codex-daemon-{uid}/**", // the app-server daemon's lock and socket
     ],
     exec: ["{package}/**"],
   },
@@ -89,7 +92,7 @@ export const RECIPES: Recipe[] = [
       "~/.copilot/**", // config.json, logs/, session-state/, settings lock
       "~/.cache/copilot/**", // the unpacked runtime (pkg/linux-x64/VERSION)
       "~/.cache/Microsoft/DeveloperTools/**", // deviceid (shared by Microsoft tools)
-      "/tmp/node-compile-cache/**", // node's compile cache (NODE_COMPILE_CACHE)
+      "{tmp}/node-compile-cache/**", // node's compile cache (NODE_COMPILE_CACHE)
     ],
     exec: ["{package}/**"],
   },
@@ -127,7 +130,7 @@ function inside(path: string, dir: string): boolean {
 
 export function agentRules(
   name: string,
-  opts: { home: string; cwd: string; pathEnv?: string },
+  opts: { home: string; cwd: string; pathEnv?: string; tmpdir?: string },
 ): Rule[] {
   const r = RECIPES.find((x) => x.name === name);
   if (!r) {
@@ -136,7 +139,13 @@ export function agentRules(
   const source = { kind: "builtin" as const, what: `--agent ${name}` };
   const id = uid();
   const expand = (s: string) => s.replace(/^~(?=\/|$)/, opts.home).replaceAll("{uid}", id);
-  const writes = r.write.map(expand);
+  // `{tmp}`: /tmp, and $TMPDIR too when it is set elsewhere (programs put their temp files there).
+  const tmps = ["/tmp"];
+  const t = opts.tmpdir?.replace(/\/+$/, "");
+  if (t && t.startsWith("/") && t !== "/tmp" && !/[*?[]/.test(t)) tmps.push(t);
+  const writes = r.write.flatMap((w) =>
+    w.includes("{tmp}") ? tmps.map((d) => expand(w.replace("{tmp}", d))) : [expand(w)]
+  );
   const rules: Rule[] = writes.map((target) => ({
     effect: "allow" as const,
     op: "write" as const,
@@ -147,7 +156,7 @@ export function agentRules(
     ? findPackageDir(r.program, r.package, opts.pathEnv ?? Deno.env.get("PATH") ?? "/usr/bin:/bin")
     : undefined;
   const writable = (p: string) =>
-    inside(p, opts.cwd) || writes.some((w) => w.endsWith("/**") ? inside(p, w.slice(0, -3)) : p === w);
+    inside(p, opts.cwd) || writes.some((w) => scopeCovers(parsePathScope(w, { cwd: "/" }), p));
   for (const e of r.exec) {
     if (e.includes("{package}") && !pkgDir) continue;
     const target = expand(e.replaceAll("{package}", pkgDir ?? ""));

@@ -158,7 +158,7 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
       source: cli("--allow-connect"),
     });
   }
-  for (const name of o.agents) rules.push(...agentRules(name, { home, cwd }));
+  for (const name of o.agents) rules.push(...agentRules(name, { home, cwd, tmpdir: env("TMPDIR") }));
 
   const userRulesFile = userRulesPath(env, home);
   // The sandbox must never write hallpass's own rules: that would grant it more next time. More specific than
