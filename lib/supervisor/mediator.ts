@@ -391,6 +391,11 @@ export class Mediator {
       fs.close(fdCopy);
       return this.#deny(n, c.name, shown, "write", "rule");
     }
+    if (verdicts.includes("ask") && c.kind === "open" && (this.#openFlags(n, c) & O_TMPFILE) === O_TMPFILE) {
+      // An unnamed temporary file (O_TMPFILE; SQLite's and Rust's temp files in /tmp, /var/tmp): no name appears
+      // outside, and giving it one later (linkat) is a write of its own, decided like any other. Performed.
+      return this.#allow({ n, op: "write", call: c, targets, fdCopy, qid: 0 }, false, "unnamed temporary file");
+    }
     if (verdicts.includes("ask")) {
       // A call that cannot change anything (mkdir of what exists, unlink of what does not) is answered as the
       // kernel would, without a question: `mkdir -p ~` must not ask.

@@ -7,7 +7,8 @@
  * The CLIs are pointed only at the local server, and everything that would reach an outside host is turned off
  * by their own settings: claude `ANTHROPIC_BASE_URL`, `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1` (telemetry,
  * error reports, update checks); codex a custom provider in `~/.codex/config.toml` (`base_url`,
- * `check_for_update_on_startup = false`, analytics and feedback off). `outside` lists the connects hallpass saw
+ * `check_for_update_on_startup = false`, plugins off — their marketplace sync runs `git ls-remote` on
+ * github.com —, analytics and feedback off). `outside` lists the connects hallpass saw
  * to anything but the local server (`--mediate connect` with `allow connect` of the server's port only), so a
  * test can assert there are none.
  */
@@ -88,6 +89,8 @@ async function configure(agent: AgentName, dir: string, srv: ModelServer): Promi
       `model = "scripted"`,
       `model_provider = "scripted"`,
       `check_for_update_on_startup = false`,
+      `[features]`,
+      `plugins = false`,
       `[analytics]`,
       `enabled = false`,
       `[feedback]`,
