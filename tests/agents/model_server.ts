@@ -61,6 +61,11 @@ function textOf(c: unknown): string {
   return c === undefined || c === null ? "" : JSON.stringify(c);
 }
 
+/** Single-quotes `s` for sh. */
+function shq(s: string): string {
+  return `'${s.replaceAll("'", `'\\''`)}'`;
+}
+
 // deno-lint-ignore no-explicit-any
 type Json = any;
 
@@ -238,9 +243,7 @@ export function startModelServer(script: Step[], opts: { log?: (line: string) =>
         content: [{ type: "output_text", text: s.say, annotations: [] }],
       });
     } else {
-      const cmd = "run" in s
-        ? s.run
-        : `cat > '${s.write.replaceAll("'", `'\\''`)}' <<'HALLPASS_EOF'\n${s.content}\nHALLPASS_EOF`;
+      const cmd = "run" in s ? s.run : `printf '%s' ${shq(s.content)} > ${shq(s.write)}`;
       items.push({
         type: "function_call",
         id: `fc_${serial}`,

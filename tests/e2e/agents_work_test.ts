@@ -141,7 +141,11 @@ for (const agent of AGENTS) {
       bin: SETUP.get(agent)!.bin!,
       hpArgs: ["--allow-exec", `${ROOT}/hallpass-request`],
       script: [
-        { run: `hallpass-request write "$HOME/.cache/x/**" --for 10m --reason "build cache"; echo rc=$?` },
+        // By its full path: codex runs commands in a login shell (bash -lc), which resets $PATH.
+        {
+          run:
+            `${ROOT}/hallpass-request write "$HOME/.cache/x/**" --for 10m --reason "build cache"; echo rc=$?`,
+        },
         {
           run:
             `mkdir -p "$HOME/.cache/x/y" && echo 1 > "$HOME/.cache/x/y/z" && echo 2 > "$HOME/.cache/x/w"; echo rc=$?`,
