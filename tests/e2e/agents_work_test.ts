@@ -140,6 +140,8 @@ for (const agent of AGENTS) {
       agent,
       bin: SETUP.get(agent)!.bin!,
       hpArgs: ["--allow-exec", `${ROOT}/hallpass-request`],
+      // A home has its ~/.cache: the request names what is below it.
+      before: (dir) => Deno.mkdir(`${dir}/home/.cache`, { recursive: true }),
       script: [
         // By its full path: codex runs commands in a login shell (bash -lc), which resets $PATH.
         {
