@@ -350,7 +350,13 @@ function parseUnix(text: string, rest: string): ConnectDest {
   }
   if (!rest.startsWith("/")) throw bad(text, "unix socket paths must be absolute (unix:/path or unix:@name)");
   try {
-    return { kind: "unix", scope: parsePathScope(rest, { cwd: "/" }) };
+    const scope = parsePathScope(rest, { cwd: "/" });
+    if (scope.kind === "glob") {
+      throw new UsageError(
+        `bad path ${JSON.stringify(rest)}: "*" is not allowed (the only pattern is a trailing /**)`,
+      );
+    }
+    return { kind: "unix", scope };
   } catch (e) {
     throw bad(text, (e as Error).message);
   }
