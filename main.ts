@@ -20,20 +20,15 @@ async function main(argv: string[]): Promise<number> {
       console.log(`hallpass ${VERSION}`);
       return 0;
     case "agents": {
-      const { RECIPES } = await import("./lib/agents.ts");
-      const uid = String(Deno.uid() ?? 0);
-      for (const r of RECIPES) {
-        console.log(`${r.name.padEnd(10)} ${r.description}`);
-        for (const w of r.write) console.log(`             allow write ${w.replaceAll("{uid}", uid)}`);
-        for (const x of r.exec) {
-          console.log(
-            `             allow exec ${
-              x.replaceAll("{uid}", uid).replace("{package}", `(the ${r.package ?? r.program} package)`)
-            }`,
-          );
-        }
-      }
-      console.log("(--agent NAME adds these rules; the same lines in ~/.config/hallpass/rules work too)");
+      const { formatRecipes } = await import("./lib/agents.ts");
+      const env = (k: string) => Deno.env.get(k);
+      const lines = formatRecipes({
+        home: env("HOME") ?? "/",
+        cwd: Deno.cwd(),
+        pathEnv: env("PATH") ?? "",
+        tmpdir: env("TMPDIR"),
+      });
+      for (const l of lines) console.log(l);
       return 0;
     }
     case "doctor": {

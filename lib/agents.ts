@@ -16,12 +16,21 @@
  * * `$HOME` itself and shared directories (`/tmp`, `~/.cache`): only the agent's own subdirectories.
  * * Temporary files with random names are allowed only as narrowly as their pattern (`~/.claude.json*`,
  *   `/tmp/claude-*-cwd`: a glob in the last component, never `~/**` or `/tmp/**`).
- * * Programs an agent copies into its own state directory and runs from there (codex's app-server daemon in
- *   `~/.codex/packages/`): the sandbox may write there, so allowing exec would let it run anything it writes.
+ * * Programs in places the sandbox may write, except an agent's copies of its own program that it installs and
+ *   runs itself (codex's app-server daemon in `~/.codex/packages/app-server-daemon/releases/`, `ownCopies`):
+ *   without them the agent asks at every start; with them, a program put there runs without a question, and
+ *   `--agents` says so.
  */
 import type { Rule } from "./types.ts";
 import { UsageError } from "./types.ts";
 import { parsePathScope, scopeCovers } from "./path_scope.ts";
+import { quoteTarget } from "./rules_file.ts";
+
+/** One rule of a recipe: a scope in the notation below, and why the agent needs it (shown by `--agents`). */
+export interface RecipeRule {
+  scope: string;
+  why: string;
+}
 
 export interface Recipe {
   name: string;
@@ -33,16 +42,24 @@ export interface Recipe {
   /**
    * Write scopes: `~` for $HOME, `{uid}` for the user id, `{tmp}` for `/tmp` and `$TMPDIR` (when set elsewhere),
    * `DIR/**` for a tree, `DIR/NAME*` for the names in DIR that match (a temporary file with a random part), else
-   * one exact path (a file, or a directory the agent creates and removes, such as a lock directory).
+   * one exact path (a file, or a directory the agent creates, such as a lock directory or a parent of its own).
    */
-  write: string[];
+  write: RecipeRule[];
   /**
    * Exec scopes, same notation, plus `{package}` for the directory the agent's npm package is installed in
-   * (found from `program` in `$PATH`; the rule is left out when it is not found, or when it lies in the project
-   * or in one of the write scopes, which the sandbox could write).
+   * (found from `program` in `$PATH`; the rule is left out when it is not found, when it does not exist, or
+   * when it lies in the project or in one of the write scopes, which the sandbox could write).
    */
-  exec: string[];
+  exec: RecipeRule[];
+  /**
+   * Exec scopes inside the write scopes, kept anyway: copies of its own program that the agent installs there
+   * and runs (codex's app-server daemon). The sandbox could put another program there and run it without a
+   * question: `--agents` and docs/agents.md say so.
+   */
+  ownCopies?: RecipeRule[];
 }
+
+const w = (scope: string, why: string): RecipeRule => ({ scope, why });
 
 export const RECIPES: Recipe[] = [
   {
@@ -51,16 +68,20 @@ export const RECIPES: Recipe[] = [
     program: "claude",
     package: "@anthropic-ai/claude-code",
     write: [
-      "~/.claude/**", // settings, sessions, backups of .claude.json, todos, shell snapshots
-      // its main state file, written as ~/.claude.json.tmp.PID.RANDOM + rename; ~/.claude.json.lock (a lock
-      // directory made and removed around each write) and ~/.claude.json.backup
-      "~/.claude.json*",
-      "{tmp}/claude-*-cwd", // its Bash tool's shell writes its working directory here after each command
-      "{tmp}/claude-{uid}/**", // per-user scratch
-      "{tmp}/cc-socks-{uid}/**", // a directory it makes at start (measured as an ordinary user)
-      "{tmp}/cc-socks/**", // the same, measured as root
+      w("~/.claude/**", "its settings, sessions, projects, todos, shell snapshots, backups"),
+      w(
+        "~/.claude.json*",
+        "its main state file, saved as .claude.json.tmp.PID.RANDOM + rename, with .claude.json.lock and .backup",
+      ),
+      w("{tmp}/claude-*-cwd", "its Bash tool's shell writes its working directory there after each command"),
+      w("{tmp}/claude-{uid}/**", "its per-user scratch directory (tool output, file-watch probes)"),
+      w("{tmp}/cc-socks-{uid}/**", "a directory for its sockets (as an ordinary user)"),
+      w("{tmp}/cc-socks/**", "the same, as root"),
     ],
-    exec: ["{package}/**", "~/.local/share/claude/versions/**"],
+    exec: [
+      w("{package}/**", "its own package (when installed outside the system directories)"),
+      w("~/.local/share/claude/versions/**", "the native build its installer puts there"),
+    ],
   },
   {
     name: "codex",
@@ -68,10 +89,20 @@ export const RECIPES: Recipe[] = [
     program: "codex",
     package: "@openai/codex",
     write: [
-      "~/.codex/**", // config.toml, installation_id, sqlite state and logs, app-server daemon files
-      "{tmp}/codex-daemon-{uid}/**", // the app-server daemon's lock and socket
+      w("~/.codex/**", "config.toml, installation_id, sqlite state and logs, the app-server daemon's files"),
+      w("{tmp}/codex-daemon-{uid}/**", "the app-server daemon's lock and socket"),
     ],
-    exec: ["{package}/**"],
+    exec: [
+      w("{package}/**", "its own package (the launcher and, nested, its platform binary)"),
+      w("{package}-linux-x64/**", "its platform binary, when npm hoisted it next to the package"),
+      w("{package}-linux-arm64/**", "the same on arm64"),
+    ],
+    ownCopies: [
+      w(
+        "~/.codex/packages/app-server-daemon/releases/**",
+        "it copies its own binary there (via a .staging.RANDOM directory) and runs it as its app-server daemon",
+      ),
+    ],
   },
   {
     name: "gemini",
@@ -79,9 +110,12 @@ export const RECIPES: Recipe[] = [
     program: "gemini",
     package: "@google/gemini-cli",
     write: [
-      "~/.gemini/**", // installation_id, state.json, projects.json (+ lock dir), history/, tmp/ (chats, logs)
+      w(
+        "~/.gemini/**",
+        "installation_id, state.json, projects.json (+ lock directory), history/, tmp/ (chats, logs)",
+      ),
     ],
-    exec: ["{package}/**"],
+    exec: [w("{package}/**", "its own package")],
   },
   {
     name: "copilot",
@@ -89,12 +123,14 @@ export const RECIPES: Recipe[] = [
     program: "copilot",
     package: "@github/copilot",
     write: [
-      "~/.copilot/**", // config.json, logs/, session-state/, settings lock
-      "~/.cache/copilot/**", // the unpacked runtime (pkg/linux-x64/VERSION)
-      "~/.cache/Microsoft/DeveloperTools/**", // deviceid (shared by Microsoft tools)
-      "{tmp}/node-compile-cache/**", // node's compile cache (NODE_COMPILE_CACHE)
+      w("~/.copilot/**", "config.json, logs/, session-state/, the settings lock"),
+      w("~/.cache/copilot/**", "the runtime it unpacks on first start (pkg/linux-x64/VERSION)"),
+      // Not ~/.cache itself: a directory renamed onto it would bring ~/.cache/hallpass with it.
+      w("~/.cache/Microsoft", "making the directory of the next line (that name only)"),
+      w("~/.cache/Microsoft/DeveloperTools/**", "its device id (shared by Microsoft tools)"),
+      w("{tmp}/node-compile-cache/**", "node's compile cache"),
     ],
-    exec: ["{package}/**"],
+    exec: [w("{package}/**", "its own package")],
   },
 ];
 
@@ -128,41 +164,95 @@ function inside(path: string, dir: string): boolean {
   return path === dir || path.startsWith(dir.endsWith("/") ? dir : dir + "/");
 }
 
-export function agentRules(
-  name: string,
-  opts: { home: string; cwd: string; pathEnv?: string; tmpdir?: string },
-): Rule[] {
+/** Where the recipe's notation is expanded from. */
+export interface RecipeContext {
+  home: string;
+  cwd: string;
+  pathEnv?: string;
+  tmpdir?: string;
+}
+
+/** A recipe's rules for this user, each with why (for `--agents`). */
+export function recipeRules(name: string, opts: RecipeContext): { rule: Rule; why: string }[] {
   const r = RECIPES.find((x) => x.name === name);
   if (!r) {
     throw new UsageError(`--agent ${name}: unknown agent (known: ${RECIPES.map((x) => x.name).join(", ")})`);
   }
   const source = { kind: "builtin" as const, what: `--agent ${name}` };
   const id = uid();
-  const expand = (s: string) => s.replace(/^~(?=\/|$)/, opts.home).replaceAll("{uid}", id);
   // `{tmp}`: /tmp, and $TMPDIR too when it is set elsewhere (programs put their temp files there).
   const tmps = ["/tmp"];
   const t = opts.tmpdir?.replace(/\/+$/, "");
   if (t && t.startsWith("/") && t !== "/tmp" && !/[*?[]/.test(t)) tmps.push(t);
-  const writes = r.write.flatMap((w) =>
-    w.includes("{tmp}") ? tmps.map((d) => expand(w.replace("{tmp}", d))) : [expand(w)]
-  );
-  const rules: Rule[] = writes.map((target) => ({
-    effect: "allow" as const,
-    op: "write" as const,
-    target,
-    source,
-  }));
   const pkgDir = r.package
     ? findPackageDir(r.program, r.package, opts.pathEnv ?? Deno.env.get("PATH") ?? "/usr/bin:/bin")
     : undefined;
+  const expand = (s: string): string[] => {
+    if (s.includes("{package}") && !pkgDir) return [];
+    const x = s.replace(/^~(?=\/|$)/, opts.home).replaceAll("{uid}", id).replaceAll(
+      "{package}",
+      pkgDir ?? "",
+    );
+    return x.includes("{tmp}") ? tmps.map((d) => x.replace("{tmp}", d)) : [x];
+  };
+  const out: { rule: Rule; why: string }[] = [];
+  const writes: string[] = [];
+  for (const e of r.write) {
+    for (const target of expand(e.scope)) {
+      writes.push(target);
+      out.push({ rule: { effect: "allow", op: "write", target, source }, why: e.why });
+    }
+  }
   const writable = (p: string) =>
     inside(p, opts.cwd) || writes.some((w) => scopeCovers(parsePathScope(w, { cwd: "/" }), p));
   for (const e of r.exec) {
-    if (e.includes("{package}") && !pkgDir) continue;
-    const target = expand(e.replaceAll("{package}", pkgDir ?? ""));
-    const root = target.endsWith("/**") ? target.slice(0, -3) : target;
-    if (writable(root)) continue;
-    rules.push({ effect: "allow", op: "exec", target, source });
+    for (const target of expand(e.scope)) {
+      const root = target.endsWith("/**") ? target.slice(0, -3) : target;
+      if (writable(root)) continue;
+      if (e.scope.includes("{package}") && !exists(root)) continue;
+      out.push({ rule: { effect: "allow", op: "exec", target, source }, why: e.why });
+    }
   }
-  return rules;
+  for (const e of r.ownCopies ?? []) {
+    for (const target of expand(e.scope)) {
+      out.push({
+        rule: { effect: "allow", op: "exec", target, source },
+        why: `${e.why} (the sandbox can write there too: a program put there runs without a question)`,
+      });
+    }
+  }
+  return out;
+}
+
+export function agentRules(name: string, opts: RecipeContext): Rule[] {
+  return recipeRules(name, opts).map((x) => x.rule);
+}
+
+/** What `hallpass --agents` prints: each recipe's rules for this user, and why each is there. */
+export function formatRecipes(opts: RecipeContext): string[] {
+  const lines: string[] = [];
+  for (const r of RECIPES) {
+    lines.push(
+      `${r.name.padEnd(8)} ${r.description}${
+        r.package && !findPackageDir(r.program, r.package, opts.pathEnv ?? "") ? "  (not found in $PATH)" : ""
+      }`,
+    );
+    for (const { rule, why } of recipeRules(r.name, opts)) {
+      lines.push(`    ${rule.effect} ${rule.op} ${quoteTarget(rule.target)}`);
+      lines.push(`        ${why}`);
+    }
+  }
+  lines.push(
+    "--agent NAME adds these rules; the same lines in ~/.config/hallpass/rules work too (docs/agents.md).",
+  );
+  return lines;
+}
+
+function exists(p: string): boolean {
+  try {
+    Deno.statSync(p);
+    return true;
+  } catch {
+    return false;
+  }
 }
