@@ -15,20 +15,18 @@
  */
 import { ok as assert } from "node:assert/strict";
 import { ROOT } from "./harness.ts";
-import { haveTmux } from "./tmux.ts";
+import { type Need, test, tool } from "../helpers/skip.ts";
 import { type AgentName, runSession, type Session, setupAgents } from "../agents/session.ts";
 import type { Step } from "../agents/model_server.ts";
 
-const tmux = haveTmux();
+const tmux = tool("tmux");
 const AGENTS: AgentName[] = ["claude", "codex"];
-const SETUP = tmux ? setupAgents(AGENTS) : new Map();
-for (const a of AGENTS) {
-  const s = SETUP.get(a);
-  if (tmux && !s?.ok) console.error(`NOTE: agent ${a} skipped: ${s?.why ?? "not set up"}`);
-}
+const SETUP = tmux ? new Map() : setupAgents(AGENTS);
 
-function ignore(a: AgentName): boolean | undefined {
-  return !tmux || !SETUP.get(a)?.ok;
+/** What a session needs: tmux and the agent's CLI (installed by tests/setup_agents.sh). */
+function ignore(a: AgentName): Need[] {
+  const s = SETUP.get(a);
+  return [tmux, s?.ok ? undefined : { reason: `agent ${a} unavailable: ${s?.why ?? "not set up"}` }];
 }
 
 /** A failed assertion shows the session's terminal and what the agent got back. */
@@ -44,7 +42,7 @@ function check(s: Session, cond: unknown, what: string): asserts cond {
 const EACCES = /Permission denied/;
 
 for (const agent of AGENTS) {
-  Deno.test(
+  test(
     { name: `${agent} at work: a task inside the project asks nothing`, ignore: ignore(agent) },
     async () => {
       const script: Step[] = [
@@ -89,7 +87,7 @@ for (const agent of AGENTS) {
     },
   );
 
-  Deno.test({
+  test({
     name: `${agent} at work: writes outside ask, and each answer is what the agent sees`,
     ignore: ignore(agent),
   }, async () => {
@@ -132,7 +130,7 @@ for (const agent of AGENTS) {
     }
   });
 
-  Deno.test({
+  test({
     name: `${agent} at work: asking ahead with hallpass-request is one question, then none`,
     ignore: ignore(agent),
   }, async () => {
@@ -171,7 +169,7 @@ for (const agent of AGENTS) {
     }
   });
 
-  Deno.test({
+  test({
     name: `${agent} at work: --no-ask finishes, lists the denial, exits with the agent's status`,
     ignore: ignore(agent),
   }, async () => {
