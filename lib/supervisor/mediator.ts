@@ -19,7 +19,8 @@ import { setThreadEffectiveCaps, setThreadFsCreds } from "../../ffi/creds.ts";
 import { getRemoteFd, type Notification, type NotifyFd, openat2, RESOLVE } from "../../ffi/notify.ts";
 import { fs, S_IFDIR, S_IFIFO, S_IFREG } from "../../ffi/fsops.ts";
 import { resolveSyscall } from "../../ffi/seccomp.ts";
-import { Policy } from "../policy.ts";
+import { formatSource, Policy } from "../policy.ts";
+import { formatRule } from "../rules_file.ts";
 import { isGlobTarget, scopeCovers } from "../path_scope.ts";
 import { suggestExecScopes, suggestScopes } from "../suggest_scope.ts";
 import { MAGIC_PREFIX } from "../request_protocol.ts";
@@ -611,10 +612,22 @@ export class Mediator {
     const chain = this.#log ? this.proc.chain(pid) : undefined;
     this.#nfd.fail(n.id, EACCES);
     this.stats.denied++;
-    const suggest = op === "write" && target.startsWith("/")
+    // A rename or link: the end that was not allowed, the destination first (what a person means to allow).
+    const ends = target.startsWith("/") ? target.split(" → ").reverse() : [];
+    // Denied by a rule (a saved `never`, a rules file): an --allow-path would not override it; the summary
+    // names that rule instead.
+    let rule: string | undefined;
+    if (by === "rule" && (op === "write" || op === "exec")) {
+      for (const t of ends) {
+        const d = this.policy.decide(op, t, Date.now());
+        if (d.effect === "deny" && d.rule) {
+          rule = `${formatRule(d.rule)}   (${formatSource(d.rule.source)})`;
+          break;
+        }
+      }
+    }
+    const suggest = op === "write" && ends.length
       ? (() => {
-        // A rename or link: the end that was not allowed, the destination first (what a person means to allow).
-        const ends = target.split(" → ").reverse();
         const end = ends.find((t) => this.#verdict({ path: t, anon: false }, false) === "ask") ??
           ends.find((t) => !this.#inFloor(t)) ?? ends[0];
         const s = suggestScopes(end, {
@@ -624,7 +637,7 @@ export class Mediator {
         return s.scopes[s.suggested];
       })()
       : suggestion;
-    this.#post({ t: "decided", effect: "deny", op, target, pid, name, syscall, by, suggest });
+    this.#post({ t: "decided", effect: "deny", op, target, pid, name, syscall, by, suggest, rule });
     this.#logLine({
       pid,
       exe,

@@ -65,6 +65,8 @@ export type ToMain =
     syscall: string;
     by: string;
     suggest?: string;
+    /** The deny rule that decided, with its source (for the summary: an --allow-path would not override it). */
+    rule?: string;
   }
   | { t: "stopped"; stats: { notifications: number; continued: number; emulated: number; denied: number } }
   | { t: "fatal"; message: string };
