@@ -148,6 +148,8 @@ export interface RemoteQuestion {
   question: Question;
   container: ContainerIdentity;
   expiresAt: number;
+  /** The agent's digest of the question as listed: the answer carries it, and a change re-arms the bar. */
+  digest: string;
 }
 
 const str = (x: unknown): x is string => typeof x === "string";
@@ -160,7 +162,7 @@ export function toRemoteQuestion(x: unknown): RemoteQuestion | null {
   if (typeof x !== "object" || x === null) return null;
   const o = x as Record<string, unknown>;
   const c = o.container as Record<string, unknown> | null;
-  if (!num(o.id) || !num(o.pid) || !num(o.expiresAt) || !OPS_SET.has(o.op)) return null;
+  if (!num(o.id) || !num(o.pid) || !num(o.expiresAt) || !OPS_SET.has(o.op) || !str(o.digest)) return null;
   if (!str(o.name) || !str(o.target) || !str(o.syscall) || !strs(o.chain)) return null;
   if (!str(o.suggestedScope) || !strs(o.scopes)) return null;
   if (typeof c !== "object" || c === null || ![c.namespace, c.pod, c.container, c.id].every(str)) return null;
@@ -188,7 +190,7 @@ export function toRemoteQuestion(x: unknown): RemoteQuestion | null {
   if (str(o.reason)) question.reason = o.reason;
   if (str(o.warning)) question.warning = o.warning;
   if (num(o.requestedForMs) && o.requestedForMs > 0) question.requestedForMs = o.requestedForMs;
-  return { question, container, expiresAt: o.expiresAt };
+  return { question, container, expiresAt: o.expiresAt, digest: o.digest };
 }
 
 // ------------------------------------------------------------------ drawing (pure)
@@ -395,7 +397,7 @@ class AnswerTui {
 
   async #send(rq: RemoteQuestion, answer: Answer): Promise<void> {
     const q = rq.question;
-    const body: Record<string, unknown> = { id: q.id, kind: answer.kind };
+    const body: Record<string, unknown> = { id: q.id, digest: rq.digest, kind: answer.kind };
     if (answer.durationMs !== undefined) body.durationMs = answer.durationMs;
     if (answer.scope !== undefined) body.scope = answer.scope;
     const what = `${podLabel(rq.container)}  ${q.op} ${q.target}`;
@@ -412,6 +414,8 @@ class AnswerTui {
         this.#note(`${answer.kind}${dur}${scope}  ${what}`);
       } else if (r.status === 404) {
         this.#note(`already answered or timed out: ${what}`);
+      } else if (r.status === 409) {
+        this.#note(`not answered: the agent has another question under this id (restarted?): ${what}`);
       } else {
         this.#hidden.delete(q.id);
         let why = `HTTP ${r.status}`;
@@ -448,7 +452,8 @@ class AnswerTui {
       this.#bar = null;
       this.#shown = null;
     } else {
-      if (this.#shown?.question.id !== head.question.id) {
+      // Another question, or the same id with other text (another agent at this address): drawn and armed anew.
+      if (this.#shown?.question.id !== head.question.id || this.#shown.digest !== head.digest) {
         const q = head.question;
         this.#bar = {
           question: q,
@@ -460,7 +465,7 @@ class AnswerTui {
       }
       this.#shown = head;
       const bar = this.#bar!;
-      bar.question = head.question; // the same id: the agent's text for it does not change, its fields may
+      bar.question = head.question; // the same id and digest: only its times may change
       bar.queued = qs.length - 1;
       bar.sameProcessQueued = qs.filter((x) =>
         x !== head && x.container.id === head.container.id && x.question.pid === head.question.pid

@@ -30,6 +30,8 @@ import type { Answer, AnswerKind, AskBackend, ContainerIdentity, Question } from
 import { UsageError } from "../types.ts";
 import { visible } from "../ui/sanitize.ts";
 import { who } from "../ui/prompt_bar.ts";
+import { type HttpLimits, HttpServer } from "./http_server.ts";
+import { createHash } from "node:crypto";
 
 /** Options of {@linkcode AnswerService.start}. */
 export interface AnswerServiceOptions {
@@ -49,6 +51,10 @@ export interface AnswerServiceOptions {
   maxPending?: number;
   /** Questions one container may have waiting; beyond, its new ones are denied at once. Default 64. */
   maxPerContainer?: number;
+  /** The first question id (default: a random one; tests set it to show what the digest refuses). */
+  firstId?: number;
+  /** Connection bounds of the HTTP server (lib/agent/http_server.ts has the defaults). */
+  httpLimits?: Partial<HttpLimits>;
 }
 
 /** Bodies larger than this are refused with 413. */
@@ -82,8 +88,13 @@ export interface ListedQuestion extends
     | "warning"
     | "requestedForMs"
   > {
-  /** The service's id for it: stays the same when the kernel re-sends the call (see the module doc). */
+  /**
+   * The service's id for it: stays the same when the kernel re-sends the call (see the module doc); unique across
+   * agent instances (a random start).
+   */
   id: number;
+  /** What an answer must carry: {@linkcode questionDigest} of this question as listed. */
+  digest: string;
   /** When it was first asked and when it will be denied (ms since the epoch, the agent's clock). */
   askedAt: number;
   expiresAt: number;
@@ -120,6 +131,8 @@ interface Waiter {
 
 interface Pending {
   id: number;
+  /** The question as listed (fields that do not change), made once, and its digest. */
+  listed: Omit<ListedQuestion, "waiting" | "expiresAt">;
   key: string;
   question: Question;
   container: ContainerIdentity;
@@ -208,16 +221,29 @@ export class AnswerService {
   readonly #digests: [Uint8Array, string][];
   readonly #pending = new Map<number, Pending>();
   readonly #byKey = new Map<string, Pending>();
-  #server: Deno.HttpServer<Deno.NetAddr> | null = null;
-  readonly #stop = new AbortController();
-  #nextId = 1;
+  #server: HttpServer | null = null;
+  /**
+   * Ids start at a random point of a 2^50 range: a client of an agent that restarted (or of another agent behind
+   * the same address) names an id no question of this one has, and its answer is refused (404), never applied
+   * to another question. The digest each answer carries refuses the rest (see {@linkcode questionDigest}).
+   */
+  #nextId: number;
   #version = 0;
   #changed = Promise.withResolvers<void>();
   #closed = false;
   #log: Deno.FsFile | null = null;
 
   private constructor(opts: AnswerServiceOptions, digests: [Uint8Array, string][]) {
-    this.#opts = { graceMs: 3000, maxPending: 1024, maxPerContainer: 64, ...opts };
+    const given = Object.fromEntries(Object.entries(opts).filter(([, v]) => v !== undefined));
+    this.#opts = {
+      graceMs: 3000,
+      maxPending: 1024,
+      maxPerContainer: 64,
+      httpLimits: {},
+      firstId: randomIdBase(),
+      ...given,
+    } as Required<AnswerServiceOptions>;
+    this.#nextId = this.#opts.firstId;
     this.#digests = digests;
   }
 
@@ -232,21 +258,9 @@ export class AnswerService {
       svc.#log = await Deno.open(opts.logPath, { append: true, create: true, mode: 0o600 });
     }
     try {
-      await new Promise<void>((resolve, reject) => {
-        try {
-          svc.#server = Deno.serve({
-            hostname,
-            port,
-            signal: svc.#stop.signal,
-            onListen: () => resolve(),
-            onError: (e) => {
-              opts.warn(`hallpass agent: answer service: ${(e as Error).message}`);
-              return json(500, { error: "internal error" });
-            },
-          }, (req, info) => svc.#handle(req, info));
-        } catch (e) {
-          reject(e);
-        }
+      svc.#server = HttpServer.listen({ hostname, port }, (req) => svc.#handle(req), opts.warn, {
+        maxBody: MAX_BODY,
+        ...opts.httpLimits,
       });
     } catch (e) {
       svc.#log?.close();
@@ -276,6 +290,11 @@ export class AnswerService {
     };
   }
 
+  /** HTTP connections open now (bounded: lib/agent/http_server.ts). */
+  get connectionsOpen(): number {
+    return this.#server?.connections ?? 0;
+  }
+
   /** Questions waiting now (withdrawn ones in their grace included). */
   get pending(): number {
     return this.#pending.size;
@@ -287,8 +306,7 @@ export class AnswerService {
     this.#closed = true;
     for (const p of [...this.#pending.values()]) this.#decide(p, { kind: "deny", by: "agent-closed" });
     this.#bump(); // wakes every long-poll (they answer 503 once closed)
-    this.#stop.abort();
-    await this.#server?.finished;
+    await this.#server?.close();
     this.#log?.close();
     this.#log = null;
   }
@@ -324,6 +342,7 @@ export class AnswerService {
       const id = this.#nextId++;
       const created: Pending = {
         id,
+        listed: listedOf(id, now, q, container),
         key,
         question: q,
         container,
@@ -422,13 +441,17 @@ export class AnswerService {
   }
 
   #list(): QuestionList {
-    const questions = [...this.#pending.values()].sort((a, b) => a.id - b.id).map((p) => listed(p));
+    const questions = [...this.#pending.values()].sort((a, b) => a.id - b.id).map((p) => ({
+      ...p.listed,
+      expiresAt: p.expiresAt,
+      waiting: p.waiters.length > 0,
+    }));
     return { version: this.#version, now: Date.now(), questions };
   }
 
   // ------------------------------------------------------------------ HTTP
 
-  async #handle(req: Request, _info: Deno.ServeHandlerInfo<Deno.NetAddr>): Promise<Response> {
+  async #handle(req: Request): Promise<Response> {
     const url = new URL(req.url);
     try {
       if (url.pathname === "/" && (req.method === "GET" || req.method === "HEAD")) return page();
@@ -495,7 +518,7 @@ export class AnswerService {
       throw new HttpError(400, "the body is not JSON");
     }
     if (typeof data !== "object" || data === null || Array.isArray(data)) {
-      throw new HttpError(400, "expected an object {id, kind, durationMs?, scope?}");
+      throw new HttpError(400, "expected an object {id, digest, kind, durationMs?, scope?}");
     }
     const o = data as Record<string, unknown>;
     if (typeof o.id !== "number" || !Number.isSafeInteger(o.id)) {
@@ -516,8 +539,25 @@ export class AnswerService {
       if (kind === "once" || kind === "deny") throw new HttpError(400, `"${kind}" takes no scope`);
       if (typeof o.scope !== "string") throw new HttpError(400, "scope: one of the question's scopes");
     }
+    if (typeof o.digest !== "string") {
+      throw new HttpError(
+        400,
+        "digest: the digest of the question as it was listed (the question you were shown)",
+      );
+    }
     const p = this.#pending.get(o.id);
-    if (!p) throw new HttpError(404, `no pending question ${o.id} (answered, timed out, or never asked)`);
+    if (!p) {
+      throw new HttpError(
+        404,
+        `no pending question ${o.id} (answered, timed out, never asked, or the agent restarted)`,
+      );
+    }
+    if (o.digest !== p.listed.digest) {
+      throw new HttpError(
+        409,
+        `question ${o.id} is not the question you were shown (it changed, or another agent answers at this address): nothing was answered; reload`,
+      );
+    }
     const q = p.question;
     let scope: string | undefined;
     if (kind === "for" || kind === "always" || kind === "never") {
@@ -538,14 +578,35 @@ export class AnswerService {
   }
 }
 
-function listed(p: Pending): ListedQuestion {
-  const q = p.question;
-  const out: ListedQuestion = {
-    id: p.id,
-    askedAt: p.askedAt,
-    expiresAt: p.expiresAt,
-    waiting: p.waiters.length > 0,
-    container: { ...p.container },
+function randomIdBase(): number {
+  const r = crypto.getRandomValues(new Uint32Array(2));
+  return (r[0] % (1 << 18)) * 2 ** 32 + r[1] + 1; // below 2^50: room to count up, still a safe integer
+}
+
+/**
+ * The digest of a question as a person is shown it: its id and every shown text, hashed. An answer must carry it
+ * (`POST /api/answer {id, digest, …}`): an answer to what was shown is applied only to that.
+ */
+export function questionDigest(l: Omit<ListedQuestion, "waiting" | "expiresAt" | "digest">): string {
+  const what = JSON.stringify([
+    l.id,
+    l.askedAt,
+    l.container,
+    l.pid,
+    l.op,
+    l.target,
+    l.argv ?? null,
+    l.syscall,
+    l.shown,
+  ]);
+  return createHash("sha256").update(what).digest("hex").slice(0, 32);
+}
+
+function listedOf(id: number, askedAt: number, q: Question, c: ContainerIdentity): Pending["listed"] {
+  const out: Omit<ListedQuestion, "waiting" | "expiresAt" | "digest"> = {
+    id,
+    askedAt,
+    container: { ...c },
     pid: q.pid,
     name: q.name,
     op: q.op,
@@ -555,7 +616,7 @@ function listed(p: Pending): ListedQuestion {
     suggestedScope: q.suggestedScope,
     scopes: [...q.scopes],
     shown: {
-      pod: visible(podLabel(p.container)),
+      pod: visible(podLabel(c)),
       name: visible(q.name),
       who: who(q),
       // exec: the program and its arguments, as the terminal bar shows them.
@@ -578,7 +639,7 @@ function listed(p: Pending): ListedQuestion {
     out.shown.warning = visible(q.warning);
   }
   if (q.requestedForMs !== undefined) out.requestedForMs = q.requestedForMs;
-  return out;
+  return { ...out, digest: questionDigest(out) };
 }
 
 /** Reads at most `max` bytes of UTF-8; 413 beyond, 400 for bytes that are not UTF-8. */
@@ -696,6 +757,7 @@ select { font: inherit; max-width: 100%; }
 "use strict";
 (function () {
   const VERB = { write: "write", exec: "run", connect: "connect to" };
+  const ARM_MS = 400;
   const DURATIONS = [["1m", 60000], ["5m", 300000], ["15m", 900000], ["1h", 3600000], ["8h", 28800000]];
   const $ = (id) => document.getElementById(id);
   const status = (text) => { $("status").textContent = text; };
@@ -781,6 +843,9 @@ select { font: inherit; max-width: 100%; }
     c.appendChild(meta);
     c._meta = meta;
     c._q = q;
+    // Armed only after ARM_MS: a click meant for what was there before this card must not answer it.
+    for (const b of c.querySelectorAll("button")) b.disabled = true;
+    setTimeout(() => { for (const b of c.querySelectorAll("button")) b.disabled = false; }, ARM_MS);
     return c;
   }
 
@@ -793,7 +858,7 @@ select { font: inherit; max-width: 100%; }
   }
 
   async function answer(q, c, kind, scope, dur) {
-    const body = { id: q.id, kind: kind };
+    const body = { id: q.id, digest: q.digest, kind: kind };
     if (kind === "for") body.durationMs = Number(dur.value);
     if (kind === "for" || kind === "always" || kind === "never") body.scope = q.scopes[Number(scope.value)];
     for (const b of c.querySelectorAll("button")) b.disabled = true;
@@ -804,7 +869,9 @@ select { font: inherit; max-width: 100%; }
         body: JSON.stringify(body),
       });
       if (r.status === 404) status("question " + q.id + " was already answered or timed out");
+      else if (r.status === 409) status("not answered: question " + q.id + " is not the one this card showed; the list is reloaded");
       else if (!r.ok) status("answer refused: HTTP " + r.status);
+      if (r.status === 409) { c.remove(); cards.delete(q.id); version = -1; showEmpty(); return; }
       if (r.ok || r.status === 404) { c.remove(); cards.delete(q.id); showEmpty(); return; }
     } catch (e) {
       status("could not send the answer: " + e);
@@ -822,6 +889,13 @@ select { font: inherit; max-width: 100%; }
     for (const q of list.questions) {
       seen.add(q.id);
       let c = cards.get(q.id);
+      if (c && c._q.digest !== q.digest) {
+        // Not the question this card shows (another agent at this address, or a restart): a new card, armed anew.
+        const fresh = card(q);
+        c.replaceWith(fresh);
+        c = fresh;
+        cards.set(q.id, c);
+      }
       if (!c) {
         c = card(q);
         cards.set(q.id, c);

@@ -4,6 +4,7 @@
  * emulated creates and fd forms, never on the hot path of an allowed write in the project.
  */
 import type { Notification, NotifyFd } from "../../ffi/notify.ts";
+import { readBounded, TEXT_MAX } from "./bounded_text.ts";
 
 const dec = new TextDecoder();
 
@@ -88,15 +89,16 @@ export class ProcInfo {
     return Number(rest[1]) || 0;
   }
 
+  /**
+   * The command line, arguments separated by spaces, bounded: at most {@linkcode TEXT_MAX} bytes, then its total
+   * length and a hash (a program can give itself megabytes of arguments).
+   */
   cmdline(pid: number): string {
-    try {
-      const raw = Deno.readFileSync(`/proc/${pid}/cmdline`);
-      const parts = dec.decode(raw).split("\0");
-      if (parts[parts.length - 1] === "") parts.pop();
-      return parts.length ? parts.join(" ") : `[${this.comm(pid)}]`;
-    } catch {
-      return `[${this.comm(pid)}]`;
-    }
+    const line = readBounded(`/proc/${pid}/cmdline`, (kept) => {
+      const end = kept.length && kept[kept.length - 1] === 0 ? kept.length - 1 : kept.length;
+      return new TextDecoder().decode(kept.subarray(0, end), { stream: true }).replaceAll("\0", " ");
+    });
+    return line ? line : `[${this.comm(pid)}]`;
   }
 
   /** Command lines from `pid` up to the command hallpass started (at most 12). */
@@ -111,19 +113,23 @@ export class ProcInfo {
     return out;
   }
 
-  /** The argument vector of an execve/execveat being decided (at most 256 arguments of 4 KiB). */
+  /**
+   * The argument vector of an execve/execveat being decided, bounded like a command line: each argument at most
+   * {@linkcode TEXT_MAX} bytes, at most 4 × TEXT_MAX bytes and 256 arguments in all, `…` where it was cut.
+   */
   argvOf(n: Notification, nfd: NotifyFd, at: boolean): string[] | null {
     const argvPtr = at ? n.args[2] : n.args[1];
     if (argvPtr === 0n) return [];
     const out: string[] = [];
-    for (let i = 0; i < 256; i++) {
+    let bytes = 0;
+    for (let i = 0; i < 256 && bytes < 4 * TEXT_MAX; i++) {
       const b = nfd.readBytes(n.tid, argvPtr + BigInt(i * 8), 8);
       if (!b) return null;
       const p = new DataView(b.buffer).getBigUint64(0, true);
       if (p === 0n) return out;
-      const s = nfd.readCString(n.tid, p, 4096);
-      if (s === null) return null;
-      out.push(dec.decode(s));
+      const s = nfd.readCString(n.tid, p, TEXT_MAX + 1);
+      out.push(s === null ? "…" : dec.decode(s));
+      bytes += s === null ? TEXT_MAX : s.length;
     }
     out.push("…");
     return out;

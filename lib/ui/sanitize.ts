@@ -31,6 +31,10 @@ const SHOWN_AS_CODE = new Set([
   0x2069, // LRI RLI FSI PDI
 ]);
 
+/** Any character {@linkcode visible} changes (most texts have none, and are returned as they are). */
+// deno-lint-ignore no-control-regex
+const NEEDS_CHANGE = /[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]/;
+
 function hex(cp: number): string {
   return `<U+${cp.toString(16).toUpperCase().padStart(4, "0")}>`;
 }
@@ -41,6 +45,7 @@ function hex(cp: number): string {
  * U+FFFD. Printable text, including wide characters and combining marks, is kept.
  */
 export function visible(text: string): string {
+  if (!NEEDS_CHANGE.test(text)) return text;
   let out = "";
   for (const ch of text) {
     const cp = ch.codePointAt(0)!;

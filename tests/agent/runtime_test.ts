@@ -7,6 +7,7 @@ import {
   AgentProcess,
   agentTest,
   containerId,
+  CONTAINERS,
   execIn,
   exists,
   forceDelete,
@@ -18,7 +19,9 @@ import {
   sleep,
   startDetached,
   until,
+  which,
 } from "./harness.ts";
+import { test, tool } from "../helpers/skip.ts";
 
 const RULES = "allow write /tmp/**\nallow exec /bin/busybox\n";
 
@@ -379,6 +382,7 @@ async function withAnswerAgent(
 async function question(api: Api, target: string) {
   let q: {
     id: number;
+    digest: string;
     reason?: string;
     chain: string[];
     container: { namespace: string; pod: string; container: string; id: string };
@@ -391,11 +395,11 @@ async function question(api: Api, target: string) {
   return q!;
 }
 
-async function answer(api: Api, id: number, kind: string): Promise<void> {
+async function answer(api: Api, q: { id: number; digest: string }, kind: string): Promise<void> {
   const r = await api("/api/answer", {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ id, kind }),
+    body: JSON.stringify({ id: q.id, digest: q.digest, kind }),
   });
   assertEquals(r.status, 200, await r.text());
 }
@@ -416,7 +420,7 @@ agentTest(
       const q = await question(api, "/etc/q");
       assertEquals(q.container, { namespace: "team", pod: "asker", container: "main", id: q.container.id });
       assert(q.chain.some((c) => c.includes("echo q > /etc/q")), JSON.stringify(q.chain));
-      await answer(api, q.id, "once");
+      await answer(api, q, "once");
       // The second is never answered: denied when the timeout (3 s) passes.
       const t0 = Date.now();
       const r = await run;
@@ -453,7 +457,7 @@ agentTest(
         const q = await question(api, "/etc/app/**");
         assertEquals(q.reason, "install the config");
         assertEquals(q.container.pod, "job-1");
-        await answer(api, q.id, "always");
+        await answer(api, q, "always");
         const r = await run;
         assert(r.stdout.includes("req=0") && r.stdout.includes("w=0"), r.stdout + r.stderr);
         assertEquals(await Deno.readTextFile(`${rootfs}/etc/app/f`), "x\n");
@@ -461,3 +465,73 @@ agentTest(
     );
   },
 );
+
+/** Opens `n` connections to `port` from 127.0.0.2 that send half a request head and trickle a byte twice a second. */
+const SLOW_CLIENTS = `
+const net = require("net");
+const [port, n] = [Number(process.argv[1]), Number(process.argv[2])];
+let made = 0;
+for (let i = 0; i < n; i++) {
+  const s = net.connect({ port, host: "127.0.0.1", localAddress: "127.0.0.2" });
+  s.on("connect", () => { made++; s.write("GET /api/questions HTTP/1.1\\r\\nHost: x\\r\\n"); });
+  s.on("error", () => {});
+  const t = setInterval(() => { if (!s.destroyed) s.write("X"); else clearInterval(t); }, 500);
+}
+setInterval(() => console.log(made), 200);
+`;
+
+test({
+  name: "answer service flooded: slow connections past the agent's file limit; containers are still answered",
+  ignore: [...CONTAINERS, tool("node"), tool("prlimit")], // node runs the slow clients; prlimit lowers the limit
+}, async () => {
+  await withAnswerAgent(RULES, ["--ask-timeout", "20s"], async (dir, socket, agent, api) => {
+    const url = /questions at (http:\/\/[0-9.]+:(\d+))\//.exec(agent.output)!;
+    // The agent gets a small file limit, so that a flood without bounds would exhaust it (EMFILE in accept).
+    const lim = await new Deno.Command("prlimit", {
+      args: ["--pid", String(agent.child.pid), "--nofile=400:400"],
+    })
+      .output();
+    assert(lim.success, new TextDecoder().decode(lim.stderr));
+    const flood = new Deno.Command(which("node")!, {
+      args: ["-e", SLOW_CLIENTS, url[2], "2000"],
+      stdout: "piped",
+      stderr: "null",
+    }).spawn();
+    try {
+      // Every connection is made (those past the bound are accepted and closed at once), within 20 s.
+      const lines = flood.stdout.pipeThrough(new TextDecoderStream()).getReader();
+      let seen = "";
+      const deadline = setTimeout(() => lines.cancel().catch(() => {}), 20_000);
+      while (!/(^|\n)2000\n/.test(seen)) {
+        const { value, done } = await lines.read();
+        assert(
+          !done,
+          `not all 2000 connections were made in 20 s (last count: ${seen.trim().split("\n").pop()})`,
+        );
+        seen = (seen + value).slice(-64);
+      }
+      clearTimeout(deadline);
+      lines.releaseLock();
+      // A container's allowed write is answered at once, its asked write reaches a person who answers it.
+      const rootfs = await makeBundle(`${dir}/b`, {
+        socket,
+        script: 'echo a > /tmp/a; echo "a=$?"; echo q > /etc/q; echo "q=$?"',
+      });
+      const t0 = Date.now();
+      const run = runContainer("runc", `${dir}/b`, containerId("flood"));
+      const q = await question(api, "/etc/q");
+      await answer(api, q, "once");
+      const r = await run;
+      assert(r.stdout.includes("a=0") && r.stdout.includes("q=0"), r.stdout + r.stderr);
+      assert(Date.now() - t0 < 10_000, `took ${Date.now() - t0} ms`);
+      assertEquals(await Deno.readTextFile(`${rootfs}/tmp/a`), "a\n");
+      // The agent is alive and said it refused connections past its bound.
+      await agent.waitOutput(/connection limit reached/);
+      assert(!/out of memory|Uncaught|EMFILE|Too many open files/.test(agent.output), agent.output);
+    } finally {
+      flood.kill("SIGKILL");
+      await flood.status;
+      await flood.stdout.cancel().catch(() => {});
+    }
+  });
+});

@@ -156,7 +156,7 @@ test({
     const r = await fetch(`http://127.0.0.1:${port}/api/answer`, {
       method: "POST",
       headers: { authorization: `Bearer ${TOKEN}`, "x-hallpass-client": "web" },
-      body: JSON.stringify({ id: list.questions[0].id, kind: "deny" }),
+      body: JSON.stringify({ id: list.questions[0].id, digest: list.questions[0].digest, kind: "deny" }),
     });
     assertEquals(r.status, 200);
     await r.body?.cancel();

@@ -105,6 +105,7 @@ Deno.test("web page: the question with pod, container and target; allow once ans
       1,
     );
 
+    await page.waitForSelector('.q button[data-kind="once"]:not([disabled])', { timeout: 10_000 });
     await page.click('.q button[data-kind="once"]');
     assertEquals(await first, { kind: "once", by: "web:dave" });
     await page.waitForSelector(".q", { hidden: true, timeout: 10_000 });
@@ -118,6 +119,15 @@ Deno.test("web page: the question with pod, container and target; allow once ans
     await page.waitForSelector(".q[data-id]", { timeout: 10_000 });
     assertEquals(await text(page, ".q .pod"), "ci/job-1 runner");
     await page.select(".q select.scope", "3");
+    // A new card's buttons are armed only after a moment (a click meant for the last card must not answer it).
+    assertEquals(
+      await page.$eval(
+        '.q button[data-kind="never"]',
+        (b) => (b as unknown as { disabled: boolean }).disabled,
+      ),
+      true,
+    );
+    await page.waitForSelector('.q button[data-kind="never"]:not([disabled])', { timeout: 10_000 });
     await page.click('.q button[data-kind="never"]');
     assertEquals(await second, { kind: "never", scope: "/home/app/**", by: "web:dave" });
     assertEquals(problems, [], "no console errors, no CSP violations");
