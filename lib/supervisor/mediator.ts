@@ -23,6 +23,7 @@ import { formatSource, Policy } from "../policy.ts";
 import { formatRule } from "../rules_file.ts";
 import { isGlobTarget, scopeCovers } from "../path_scope.ts";
 import { suggestExecScopes, suggestScopes } from "../suggest_scope.ts";
+import { siblingScope } from "../atomic_save.ts";
 import { MAGIC_PREFIX } from "../request_protocol.ts";
 import type { Answer, Op, PathScope, Question, Rule } from "../types.ts";
 import { baseDir, pathExists, type Resolved, resolvePath } from "./resolve.ts";
@@ -395,7 +396,11 @@ export class Mediator {
     if (verdicts.includes("ask") && c.kind === "open" && (this.#openFlags(n, c) & O_TMPFILE) === O_TMPFILE) {
       // An unnamed temporary file (O_TMPFILE; SQLite's and Rust's temp files in /tmp, /var/tmp): no name appears
       // outside, and giving it one later (linkat) is a write of its own, decided like any other. Performed.
-      return this.#allow({ n, op: "write", call: c, targets, fdCopy, qid: 0 }, false, "unnamed temporary file");
+      return this.#allow(
+        { n, op: "write", call: c, targets, fdCopy, qid: 0 },
+        false,
+        "unnamed temporary file",
+      );
     }
     if (verdicts.includes("ask")) {
       // A call that cannot change anything (mkdir of what exists, unlink of what does not) is answered as the
@@ -662,6 +667,19 @@ export class Mediator {
       home: this.#cfg.home,
       project: this.#cfg.project,
     });
+    if (p.op === "write") {
+      // An atomic save (lib/atomic_save.ts): "NAME and its temporary siblings" offered first and suggested.
+      const from = p.targets.length === 2 && p.call?.kind === "rename" && target === p.targets[1].path
+        ? p.targets[0].path
+        : null;
+      const sib = p.targets.length === 1 || from !== null
+        ? siblingScope(target, from, (x) => view.exists(x))
+        : null;
+      if (sib !== null && !choice.scopes.includes(sib)) {
+        choice.scopes.splice(1, 0, sib);
+        choice.suggested = 1;
+      }
+    }
     // An operation with two paths (rename, link) shows both ends: an answer grants only what the bar showed.
     const shown = p.op === "write" && p.targets.length > 1
       ? p.targets.map((t) => t.path).join(" → ")
