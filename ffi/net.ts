@@ -81,3 +81,36 @@ export function setNonBlocking(fd: number, on: boolean): void {
   if (fl < 0) return;
   net().fcntl(fd, 4, /* F_SETFL */ on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
 }
+
+const SYMBOLS2 = {
+  getsockname: { parameters: ["i32", "buffer", "buffer"], result: "i32" },
+  listen: { parameters: ["i32", "i32"], result: "i32" },
+} as const satisfies Deno.ForeignLibraryInterface;
+let lib2: Deno.DynamicLibrary<typeof SYMBOLS2>["symbols"] | null = null;
+function net2() {
+  if (lib2 === null) lib2 = Deno.dlopen("libc.so.6", SYMBOLS2).symbols;
+  return lib2;
+}
+
+/** SOL_SOCKET options read as an int: SO_DOMAIN (39), SO_PROTOCOL (38). */
+export const SO = { PROTOCOL: 38, DOMAIN: 39 } as const;
+export function socketOption(fd: number, opt: number): number {
+  const v = new Uint8Array(128);
+  const len = new Uint8Array(128);
+  new DataView(len.buffer).setUint32(0, 4, true);
+  const rc = r(net().getsockopt(fd, 1, opt, v, len));
+  return rc < 0 ? rc : new DataView(v.buffer).getInt32(0, true);
+}
+
+/** The socket's own (bound) address, or null. */
+export function localAddress(fd: number): Uint8Array | null {
+  const a = new Uint8Array(128);
+  const len = new Uint8Array(128);
+  new DataView(len.buffer).setUint32(0, 128, true);
+  if (r(net2().getsockname(fd, a, len)) < 0) return null;
+  return a.slice(0, new DataView(len.buffer).getUint32(0, true));
+}
+
+export function listenFd(fd: number, backlog: number): number {
+  return r(net2().listen(fd, backlog));
+}

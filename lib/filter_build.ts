@@ -17,9 +17,9 @@ export function compiledRules(mediateConnect: boolean): CompiledRule[] {
     action: e.action.kind === "notify" ? ACT.NOTIFY : ACT.errno(e.action.errno),
     args: e.args?.map((a) => ({
       arg: a.arg,
-      op: a.op === "eq" ? CMP.EQ : CMP.MASKED_EQ,
-      a: a.op === "eq" ? a.value : a.mask!,
-      b: a.op === "eq" ? 0n : a.value,
+      op: a.op === "eq" ? CMP.EQ : a.op === "ne" ? CMP.NE : a.op === "gt" ? CMP.GT : CMP.MASKED_EQ,
+      a: a.op === "masked_eq" ? a.mask! : a.value,
+      b: a.op === "masked_eq" ? a.value : 0n,
     })),
   }));
 }

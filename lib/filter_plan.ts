@@ -4,13 +4,14 @@
  * applies to it).
  */
 import { NEW_SYSCALL_NUMBERS, WRITE_CALLS } from "./syscall_table.ts";
+import { refusedSockets } from "./socket_policy.ts";
 
 export type FilterAction = { kind: "notify" } | { kind: "errno"; errno: number };
 
 export interface FilterArg {
   arg: number;
-  /** libseccomp comparison: masked-equal ((arg & mask) == value) or equal. */
-  op: "masked_eq" | "eq";
+  /** libseccomp comparison: masked-equal ((arg & mask) == value), equal, not equal, greater (64 bits). */
+  op: "masked_eq" | "eq" | "ne" | "gt";
   mask?: bigint;
   value: bigint;
 }
@@ -23,7 +24,7 @@ export interface FilterEntry {
   why: string;
 }
 
-const EPERM = 1, ENOSYS = 38;
+const EPERM = 1, EACCES = 13, ENOSYS = 38;
 const NOTIFY: FilterAction = { kind: "notify" };
 
 export interface FilterOptions {
@@ -70,9 +71,22 @@ export function filterPlan(opts: FilterOptions): FilterEntry[] {
     why: "cwd: the fast path must know when a directory changes",
   });
 
+  // Connects and sends with a destination, in every mode: unix sockets (local IPC) are always decided, network
+  // destinations under --mediate connect (lib/socket_policy.ts). sendto without an address (send(2)) goes to
+  // the connected peer, decided at connect: its address is a register, so the filter can tell.
+  for (const s of ["connect", "sendmsg", "sendmmsg"]) {
+    plan.push({ syscall: s, action: NOTIFY, why: `connect: ${s}` });
+  }
+  plan.push({
+    syscall: "sendto",
+    action: NOTIFY,
+    args: [{ arg: 4, op: "ne", value: 0n }],
+    why: "connect: sendto with a destination",
+  });
   if (opts.mediateConnect) {
-    for (const s of ["connect", "sendto", "sendmsg", "sendmmsg"]) {
-      plan.push({ syscall: s, action: NOTIFY, why: `connect: ${s}` });
+    plan.push({ syscall: "listen", action: NOTIFY, why: "connect: inbound TCP (listen on a port)" });
+    for (const r of refusedSockets()) {
+      plan.push({ syscall: "socket", action: { kind: "errno", errno: EACCES }, args: r.args, why: r.why });
     }
   }
 

@@ -11,6 +11,7 @@ import { type Rule, UsageError } from "./types.ts";
 import { FS, type LandlockRuleset, NET, SCOPE } from "../ffi/landlock.ts";
 import { formatScope } from "./path_scope.ts";
 import { agentRules } from "./agents.ts";
+import { builtinConnectRules } from "./socket_policy.ts";
 
 export interface Plan {
   project: string;
@@ -159,6 +160,7 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
     });
   }
   for (const name of o.agents) rules.push(...agentRules(name, { home, cwd, tmpdir: env("TMPDIR") }));
+  rules.push(...builtinConnectRules(project, o.mediate.connect)); // local IPC: lib/socket_policy.ts
 
   const userRulesFile = userRulesPath(env, home);
   // The sandbox must never write hallpass's own rules: that would grant it more next time. More specific than
@@ -258,7 +260,9 @@ export function landlockPlan(plan: Plan, abi: number, mediateConnect: boolean): 
     FS.MAKE_SOCK | FS.MAKE_FIFO | FS.MAKE_BLOCK | FS.MAKE_SYM;
   if (abi >= 2) write |= FS.REFER;
   if (abi >= 3) write |= FS.TRUNCATE;
-  const scoped = abi >= 6 ? SCOPE.SIGNAL | (mediateConnect ? SCOPE.ABSTRACT_UNIX_SOCKET : 0n) : 0n;
+  // Abstract unix sockets outside the sandbox are out of reach in every mode (local IPC is always decided:
+  // lib/socket_policy.ts); the supervisor performs the connects the rules allow.
+  const scoped = abi >= 6 ? SCOPE.SIGNAL | SCOPE.ABSTRACT_UNIX_SOCKET : 0n;
   return {
     handledFs: write,
     // With connect mediated, the kernel refuses every TCP connect the sandbox makes itself (Landlock ABI ≥ 4):

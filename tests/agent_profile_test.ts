@@ -60,7 +60,13 @@ function evalPlan(plan: readonly FilterEntry[], name: string, args: readonly big
   for (const e of plan) {
     if (nameOf(e.syscall) !== name) continue;
     const all = (e.args ?? []).every((a) =>
-      a.op === "eq" ? (args[a.arg] & U64) === a.value : (args[a.arg] & a.mask!) === a.value
+      a.op === "eq"
+        ? (args[a.arg] & U64) === a.value
+        : a.op === "ne"
+        ? (args[a.arg] & U64) !== a.value
+        : a.op === "gt"
+        ? (args[a.arg] & U64) > a.value
+        : (args[a.arg] & a.mask!) === a.value
     );
     if (all) hits.add(e.action.kind === "notify" ? "notify" : `errno ${e.action.errno}`);
   }

@@ -193,6 +193,8 @@ function ociArgs(args: readonly FilterArg[], e: FilterEntry): OciSeccompArg[] {
     }
     seen.add(a.arg);
     if (a.op === "eq") return { index: a.arg, value: u64(a.value, e), op: "SCMP_CMP_EQ" };
+    if (a.op === "ne") return { index: a.arg, value: u64(a.value, e), op: "SCMP_CMP_NE" };
+    if (a.op === "gt") return { index: a.arg, value: u64(a.value, e), op: "SCMP_CMP_GT" };
     if (a.mask === undefined) throw new Error(`${syscallName(e.syscall)}: masked_eq without a mask`);
     return {
       index: a.arg,

@@ -1,41 +1,47 @@
 /**
- * connect mediation (SPEC §3, `--mediate connect`): connect, and sendto/sendmsg/sendmmsg with a destination,
- * for IPv4, IPv6 and unix sockets.
+ * Connects and sends with a destination (connect, sendto/sendmsg/sendmmsg), and listen under connect
+ * mediation: what lib/socket_policy.ts decides, done here. Unix sockets (local IPC) are decided in every
+ * mode; network destinations under `--mediate connect`.
  *
- * Allowed operations are performed here on our copy of the program's own socket (pidfd_getfd) with our copy
- * of the address, never continued after a check (DESIGN §2.5): a racing thread can change the address in its
- * memory, not ours. The only CONTINUE is sendmsg/sendmmsg on a stream socket, whose address the kernel ignores
- * (TCP Fast Open, which would connect, is refused). Landlock's TCP rule (ABI ≥ 4) additionally makes every
- * TCP connect the sandbox makes itself fail.
+ * Every operation is performed here on our copy of the program's own socket (pidfd_getfd) with our copy of
+ * the address and data, never continued after a check: a racing thread can change the address in its
+ * memory, or put another socket at the fd number, not ours. Landlock's TCP rule (ABI ≥ 4) additionally makes
+ * every TCP connect the sandbox makes itself fail under connect mediation, and its abstract-socket scope
+ * (ABI ≥ 6) every connect to an abstract socket outside the sandbox.
  *
- * A blocking connect is started non-blocking here and answered when it completes, so the supervisor never
- * blocks; the program sees an ordinary blocking connect.
+ * A blocking connect, or a send on a blocking socket whose buffer is full, is started non-blocking here and
+ * answered when it can complete, so the supervisor never blocks; the program sees an ordinary blocking call.
  */
 import { getRemoteFd, type Notification, type NotifyFd } from "../../ffi/notify.ts";
 import {
   connectFd,
   isNonBlocking,
+  listenFd,
+  localAddress,
   peerAddress,
   sendmsgFd,
   sendtoFd,
   setNonBlocking,
+  SO,
   SOCK,
   socketError,
+  socketOption,
   socketType,
 } from "../../ffi/net.ts";
 import { ptrOf } from "../../ffi/libc.ts";
 import { fs } from "../../ffi/fsops.ts";
 import { canonicalAddr, type ConnectTarget, formatTarget } from "../connect_dest.ts";
+import { AF, ALLOWED_FAMILIES, effectiveTarget, IPPROTO } from "../socket_policy.ts";
 import { baseDir, pathExists, resolvePath } from "./resolve.ts";
 import { view } from "./view.ts";
 import { unixAddr } from "../../ffi/unix_socket.ts";
 
 const EACCES = 13, EFAULT = 14, EINVAL = 22, EMSGSIZE = 90, EOPNOTSUPP = 95, ECONNREFUSED = 111;
-const EINPROGRESS = 115;
-const MSG_FASTOPEN = 0x20000000;
+const EINPROGRESS = 115, EAGAIN = 11;
+const MSG_FASTOPEN = 0x20000000, MSG_DONTWAIT = 0x40, MSG_NOSIGNAL = 0x4000;
 const MAX_DATA = 1 << 20;
 
-export type NetKind = "connect" | "sendto" | "sendmsg" | "sendmmsg";
+export type NetKind = "connect" | "sendto" | "sendmsg" | "sendmmsg" | "listen";
 
 /** Everything needed to perform the operation later, in our memory. */
 export interface NetOp {
@@ -53,12 +59,14 @@ export interface NetOp {
   lenAddr?: bigint;
   /** A unix socket destination, opened O_PATH at its canonical path (the address names it through /proc). */
   pathFd?: number;
+  /** The program's socket is blocking (no O_NONBLOCK, no MSG_DONTWAIT): a send that would block waits. */
+  blocking?: boolean;
 }
 
 export type NetDecision =
   | { kind: "continue" }
   | { kind: "fail"; errno: number }
-  | { kind: "decide"; op: NetOp; target: ConnectTarget | null; display: string };
+  | { kind: "decide"; op: NetOp; target: ConnectTarget | null; display: string; own?: boolean };
 
 /** Decodes a struct sockaddr into a destination; null for families that are not network destinations. */
 export function sockaddrTarget(
@@ -99,13 +107,33 @@ export function sockaddrTarget(
   return null;
 }
 
+/** Writes a loopback or bound address (IPv4 dotted, `::1`, `::ffff:a.b.c.d`) into a sockaddr_in/in6. */
+function writeAddr(sa: Uint8Array, text: string): void {
+  const v4 = (t: string) => t.split(".").map(Number);
+  if ((sa[0] | (sa[1] << 8)) === AF.INET) {
+    sa.set(v4(text), 4);
+    return;
+  }
+  sa.fill(0, 8, 24);
+  if (text === "::1") sa[23] = 1;
+  else if (text.startsWith("::ffff:")) {
+    sa[18] = sa[19] = 0xff;
+    sa.set(v4(text.slice(7)), 20);
+  }
+}
+
 export class NetMediator {
   readonly #nfd: NotifyFd;
-  /** Blocking connects in progress: answered when the socket is writable. */
-  readonly pending = new Map<number, { n: Notification; fd: number; since: number }>();
+  readonly #mediateConnect: boolean;
+  /** Operations waiting for their socket: a blocking connect, or a send that would block. */
+  readonly pending = new Map<number, { n: Notification; fd: number; since: number; op?: NetOp; tries?: number }>();
+  /** Unix socket paths and abstract names the sandbox bound itself (lib/supervisor/mediator.ts #bind). */
+  readonly ownPaths = new Set<string>();
+  readonly ownAbstract = new Set<string>();
 
-  constructor(nfd: NotifyFd) {
+  constructor(nfd: NotifyFd, mediateConnect: boolean) {
     this.#nfd = nfd;
+    this.#mediateConnect = mediateConnect;
   }
 
   /** Reads the operation's arguments into our memory and says what to decide on. */
@@ -118,6 +146,8 @@ export class NetMediator {
     if (kind === "connect") {
       addrPtr = a[1];
       addrLen = Number(a[2] & 0xffffffffn);
+    } else if (kind === "listen") {
+      flags = Number(BigInt.asIntN(32, a[1])); // the backlog
     } else if (kind === "sendto") {
       addrPtr = a[4];
       addrLen = Number(a[5] & 0xffffffffn);
@@ -126,7 +156,7 @@ export class NetMediator {
       // sendmsg(fd, msghdr*, flags); sendmmsg(fd, mmsghdr*, vlen, flags): the first message only (a partial
       // send, which callers handle by sending the rest again).
       flags = Number((kind === "sendmsg" ? a[2] : a[3]) & 0xffffffffn);
-      if (kind === "sendmmsg" && (a[2] & 0xffffffffn) === 0n) return { kind: "continue" };
+      if (kind === "sendmmsg" && (a[2] & 0xffffffffn) === 0n) return { kind: "fail", errno: EINVAL };
       msg = this.#nfd.readBytes(n.tid, a[1], 56);
       if (!msg) return { kind: "fail", errno: EFAULT };
       const mv = new DataView(msg.buffer);
@@ -134,53 +164,66 @@ export class NetMediator {
       addrLen = mv.getUint32(8, true);
       if (kind === "sendmmsg") lenAddr = a[1] + 56n;
     }
-    if (kind === "sendto" && addrPtr === 0n) return { kind: "continue" }; // a register: cannot change
     const fd = getRemoteFd(tgid, childFd);
     if (fd < 0) return { kind: "fail", errno: -fd };
-    const type = socketType(fd);
-    if (type < 0) {
+    const fail = (errno: number): NetDecision => {
       fs.close(fd);
-      return { kind: "fail", errno: -type };
+      return { kind: "fail", errno };
+    };
+    const type = socketType(fd);
+    if (type < 0) return fail(-type);
+    const domain = socketOption(fd, SO.DOMAIN);
+    const protocol = socketOption(fd, SO.PROTOCOL);
+    const inet = domain === AF.INET || domain === AF.INET6;
+    if (this.#mediateConnect) {
+      // A socket the filter would not have let the sandbox make (inherited, or passed in): refused, as at
+      // socket() (lib/socket_policy.ts).
+      if (!(domain in ALLOWED_FAMILIES)) return fail(EACCES);
+      if (
+        inet && !(type === SOCK.STREAM && protocol === IPPROTO.TCP) &&
+        !(type === SOCK.DGRAM && protocol === IPPROTO.UDP)
+      ) return fail(EACCES);
     }
     const stream = type === SOCK.STREAM || type === SOCK.SEQPACKET;
-    if (
-      (kind === "sendto" || kind === "sendmsg" || kind === "sendmmsg") && stream && (flags & MSG_FASTOPEN)
-    ) {
-      fs.close(fd);
-      return { kind: "fail", errno: EOPNOTSUPP }; // TCP Fast Open would connect: programs fall back
+    if (kind === "listen") {
+      const op: NetOp = { kind, fd, addr: null, addrLen: 0, flags };
+      if (!inet || !stream) return { kind: "decide", op, target: null, display: "" };
+      const local = localAddress(fd);
+      const t = local ? sockaddrTarget(local, local.length, "tcp", () => null) : null;
+      if (t === null || t === "unnamed" || "error" in t || t.family === "unix") {
+        return { kind: "decide", op, target: null, display: "" };
+      }
+      return { kind: "decide", op, target: t, display: "listen on " + formatTarget(t) + " (inbound)" };
     }
-    if ((kind === "sendmsg" || kind === "sendmmsg") && stream) {
-      fs.close(fd);
-      return { kind: "continue" }; // the address of a stream socket's message is ignored by the kernel
+    const sctp = protocol === IPPROTO.SCTP;
+    if (kind !== "connect" && stream && (flags & MSG_FASTOPEN)) {
+      return fail(EOPNOTSUPP); // TCP Fast Open would connect: programs fall back
     }
+    // A stream socket sends to its connected peer, decided when it was connected: the kernel ignores a
+    // message's address (SCTP's is a connect: kept, and decided below).
+    if (kind !== "connect" && stream && !sctp) addrPtr = 0n;
     let addr: Uint8Array<ArrayBuffer> | null = null;
     if (addrPtr !== 0n) {
-      if (addrLen > 128 || addrLen < 2) {
-        fs.close(fd);
-        return { kind: "fail", errno: EINVAL };
-      }
+      if (addrLen > 128 || addrLen < 2) return fail(EINVAL);
       const b = this.#nfd.readBytes(n.tid, addrPtr, addrLen);
-      if (!b) {
-        fs.close(fd);
-        return { kind: "fail", errno: EFAULT };
-      }
+      if (!b) return fail(EFAULT);
       addr = new Uint8Array(128);
       addr.set(b);
     }
-    const op: NetOp = { kind, fd, addr, addrLen, flags, lenAddr };
+    const op: NetOp = { kind, fd, addr, addrLen: addr ? addrLen : 0, flags, lenAddr };
     if (kind !== "connect") {
-      const payload = this.#readPayload(n, kind, msg, op);
+      op.blocking = (flags & MSG_DONTWAIT) === 0 && !isNonBlocking(fd);
+      const payload = this.#readPayload(n, kind, msg, op, stream);
       if (typeof payload === "number") {
         this.release(op);
         return { kind: "fail", errno: payload };
       }
+      // A send without an address goes to the connected peer, decided when it was connected.
+      if (!addr) return { kind: "decide", op, target: null, display: "" };
     }
+    if (!addr) return { kind: "decide", op, target: null, display: "" };
     const proto = stream ? "tcp" : "udp";
-    // The destination: the address given, else (datagram sendmsg without one) the connected peer, which was
-    // decided when it was connected.
-    const dest = addr ?? peerAddress(fd);
-    if (dest === null) return { kind: "decide", op, target: null, display: "" };
-    const t = sockaddrTarget(dest, addr ? addrLen : dest.length, proto, () => {
+    let t = sockaddrTarget(addr, addrLen, proto, () => {
       const b = baseDir(n.tid, -100);
       return b.kind === "path" ? b.path : null;
     });
@@ -188,7 +231,30 @@ export class NetMediator {
       this.release(op);
       return { kind: "fail", errno: t.error };
     }
-    if (t === null || t === "unnamed") return { kind: "decide", op, target: null, display: "" };
+    if (t === null || t === "unnamed") {
+      // Not an IP or unix address: the socket's family decides what it is. A unix or IP socket given another
+      // family's address fails in the kernel; netlink and AF_ALG reach the kernel only.
+      if (inet || domain === AF.UNIX || domain === AF.NETLINK || domain === AF.ALG) {
+        return { kind: "decide", op, target: null, display: "" };
+      }
+      this.release(op);
+      return { kind: "fail", errno: EACCES };
+    }
+    if (t.family !== "unix") {
+      // Decided on the address the kernel would use (0.0.0.0 and :: are loopback, or the bound address), and
+      // performed on that very address.
+      const local = localAddress(fd);
+      const lt = local ? sockaddrTarget(local, local.length, proto, () => null) : null;
+      const bound = lt !== null && typeof lt === "object" && !("error" in lt) && lt.family !== "unix"
+        ? lt.addr
+        : null;
+      const eff = effectiveTarget(t, bound);
+      if (eff.family !== "unix" && eff.addr !== t.addr && (t.addr === "0.0.0.0" || t.addr === "::" || t.addr === "::ffff:0.0.0.0")) {
+        writeAddr(op.addr!, eff.addr);
+      }
+      t = eff;
+    }
+    let own = false;
     if (t.family === "unix" && t.path !== undefined) {
       // Decided on the canonical path (symlinks followed as connect follows them, inside a container's root
       // for the agent), and connected to that very file: the address our call uses is /proc/self/fd/N of an
@@ -206,26 +272,35 @@ export class NetMediator {
         this.release(op);
         return { kind: "fail", errno: 2 };
       }
-      if (addr) {
-        const pfd = view.openPath(t.path);
-        if (pfd < 0) {
-          this.release(op);
-          return { kind: "fail", errno: -pfd };
-        }
-        op.pathFd = pfd;
-        const u = unixAddr(`/proc/self/fd/${pfd}`)!;
-        op.addr = u.addr;
-        op.addrLen = u.len;
+      own = this.ownPaths.has(t.path);
+      const pfd = view.openPath(t.path);
+      if (pfd < 0) {
+        this.release(op);
+        return { kind: "fail", errno: -pfd };
       }
+      op.pathFd = pfd;
+      const u = unixAddr(`/proc/self/fd/${pfd}`)!;
+      op.addr = u.addr;
+      op.addrLen = u.len;
+    } else if (t.family === "unix" && t.abstract !== undefined) {
+      own = this.ownAbstract.has(t.abstract);
     }
     const dns = t.family !== "unix" && t.port === 53 ? " (a DNS name lookup)" : "";
-    return { kind: "decide", op, target: t, display: formatTarget(t) + dns };
+    return { kind: "decide", op, target: t, display: formatTarget(t) + dns, own };
   }
 
-  #readPayload(n: Notification, kind: NetKind, msg: Uint8Array | null, op: NetOp): number | undefined {
+  /** Reads the data to send; a stream socket sends at most MAX_DATA per call (a partial send). */
+  #readPayload(
+    n: Notification,
+    kind: NetKind,
+    msg: Uint8Array | null,
+    op: NetOp,
+    stream: boolean,
+  ): number | undefined {
     const a = n.args;
     if (kind === "sendto") {
-      const len = Number(a[2] & 0xffffffffffffn);
+      let len = Number(a[2] & 0xffffffffffffn);
+      if (len > MAX_DATA && stream) len = MAX_DATA;
       if (len > MAX_DATA) return EMSGSIZE;
       const data = this.#read(n.tid, a[1], len);
       if (!data) return EFAULT;
@@ -243,9 +318,10 @@ export class NetMediator {
     const iv = new DataView(iov.buffer);
     const parts: Uint8Array[] = [];
     let total = 0;
-    for (let i = 0; i < iovLen; i++) {
+    for (let i = 0; i < iovLen && total < MAX_DATA; i++) {
       const base = iv.getBigUint64(i * 16, true);
-      const len = Number(iv.getBigUint64(i * 16 + 8, true));
+      let len = Number(iv.getBigUint64(i * 16 + 8, true));
+      if (total + len > MAX_DATA && stream) len = MAX_DATA - total;
       total += len;
       if (total > MAX_DATA) return EMSGSIZE;
       const part = this.#read(n.tid, base, len);
@@ -281,7 +357,7 @@ export class NetMediator {
         }
         p += (len + 7) & ~7;
       }
-      op.control = ctl;
+      op.control = ctl.subarray(0, ctlLen) as Uint8Array<ArrayBuffer>;
       op.controlFds = fds;
     }
   }
@@ -296,55 +372,62 @@ export class NetMediator {
     return out;
   }
 
-  /** Performs an allowed operation and answers the notification (now, or when a blocking connect ends). */
-  perform(n: Notification, op: NetOp): number {
+  /** Performs an allowed operation and answers the notification (now, or when its socket is ready). */
+  perform(n: Notification, op: NetOp, tries = 0): number {
     let r: number;
-    if (op.kind === "connect") {
+    if (op.kind === "listen") {
+      r = listenFd(op.fd, op.flags);
+    } else if (op.kind === "connect") {
       const blocking = !isNonBlocking(op.fd);
       if (blocking) setNonBlocking(op.fd, true);
       r = op.addr ? connectFd(op.fd, op.addr, op.addrLen) : -EINVAL;
       if (blocking) setNonBlocking(op.fd, false);
       if (blocking && r === -EINPROGRESS) {
         this.pending.set(op.fd, { n, fd: op.fd, since: Date.now() });
-        return 0; // answered by completeConnect
+        return 0; // answered by complete()
       }
-    } else if (op.kind === "sendto") {
-      const d = op.data!;
-      r = sendtoFd(
-        op.fd,
-        d.length ? d : new Uint8Array(128),
-        d.length,
-        op.flags | 0x4000, /* MSG_NOSIGNAL */
-        op.addr,
-        op.addrLen,
-      );
     } else {
-      const iov = new Uint8Array(128);
-      const iv = new DataView(iov.buffer);
-      iv.setBigUint64(0, ptrOf(op.data!.length ? op.data! : new Uint8Array(128)), true);
-      iv.setBigUint64(8, BigInt(op.data!.length), true);
-      const hdr = new Uint8Array(128);
-      const hv = new DataView(hdr.buffer);
-      if (op.addr) {
-        hv.setBigUint64(0, ptrOf(op.addr), true);
-        hv.setUint32(8, op.addrLen, true);
-      }
-      hv.setBigUint64(16, ptrOf(iov), true);
-      hv.setBigUint64(24, 1n, true);
-      if (op.control) {
-        hv.setBigUint64(32, ptrOf(op.control), true);
-        hv.setBigUint64(40, BigInt(op.control.length), true);
-      }
-      r = sendmsgFd(op.fd, hdr, op.flags | 0x4000);
-      if (op.kind === "sendmmsg" && r >= 0) {
-        // One message sent: its msg_len cannot be written back without writing the program's memory, so the
-        // call reports 1 message and the caller's loop sends the rest.
-        r = 1;
+      r = this.#send(op);
+      if (r === -EAGAIN && op.blocking && tries < 20) {
+        // The program's call blocks until the socket can take the data: so do we, without blocking. (A socket
+        // that polls writable and still cannot send — an unconnected datagram socket whose receiver is full —
+        // gets EAGAIN after 20 tries rather than spinning.)
+        this.pending.set(op.fd, { n, fd: op.fd, since: Date.now(), op, tries: tries + 1 });
+        return 0;
       }
     }
     this.#answer(n, r);
     this.release(op);
     return r;
+  }
+
+  /** The send itself, never blocking (MSG_DONTWAIT), never raising SIGPIPE in the supervisor. */
+  #send(op: NetOp): number {
+    const flags = op.flags | MSG_DONTWAIT | MSG_NOSIGNAL;
+    if (op.kind === "sendto") {
+      const d = op.data!;
+      return sendtoFd(op.fd, d.length ? d : new Uint8Array(128), d.length, flags, op.addr, op.addrLen);
+    }
+    const iov = new Uint8Array(128);
+    const iv = new DataView(iov.buffer);
+    iv.setBigUint64(0, ptrOf(op.data!.length ? op.data! : new Uint8Array(128)), true);
+    iv.setBigUint64(8, BigInt(op.data!.length), true);
+    const hdr = new Uint8Array(128);
+    const hv = new DataView(hdr.buffer);
+    if (op.addr) {
+      hv.setBigUint64(0, ptrOf(op.addr), true);
+      hv.setUint32(8, op.addrLen, true);
+    }
+    hv.setBigUint64(16, ptrOf(iov), true);
+    hv.setBigUint64(24, 1n, true);
+    if (op.control) {
+      hv.setBigUint64(32, ptrOf(op.control), true);
+      hv.setBigUint64(40, BigInt(op.control.length), true);
+    }
+    const r = sendmsgFd(op.fd, hdr, flags);
+    // sendmmsg: one message sent. Its msg_len cannot be written back without writing the program's memory,
+    // so the call reports 1 message and the caller's loop sends the rest.
+    return op.kind === "sendmmsg" && r >= 0 ? 1 : r;
   }
 
   #answer(n: Notification, r: number): void {
@@ -353,22 +436,28 @@ export class NetMediator {
     else this.#nfd.fail(n.id, -r);
   }
 
-  /** A pending blocking connect became writable (or failed): answer it. */
+  /** A pending connect or send's socket became writable (or failed): finish it. */
   complete(fd: number): void {
     const p = this.pending.get(fd);
     if (!p) return;
     this.pending.delete(fd);
+    if (p.op) {
+      if (!this.#nfd.idValid(p.n.id)) return this.release(p.op);
+      this.perform(p.n, p.op, p.tries ?? 0); // may wait again
+      return;
+    }
     const err = socketError(fd);
     this.#answer(p.n, err === 0 ? 0 : -Math.abs(err));
     fs.close(fd);
   }
 
-  /** Pending connects whose program thread is gone. */
+  /** Pending operations whose program thread is gone. */
   sweep(): void {
     for (const [fd, p] of this.pending) {
       if (!this.#nfd.idValid(p.n.id)) {
         this.pending.delete(fd);
-        fs.close(fd);
+        if (p.op) this.release(p.op);
+        else fs.close(fd);
       }
     }
   }

@@ -46,6 +46,7 @@ import { type NetKind, NetMediator, type NetOp } from "./connect.ts";
 import { unixAddr } from "../../ffi/unix_socket.ts";
 import { bindFd } from "../../ffi/net.ts";
 import { type ConnectTarget, formatTarget, suggestDestScopes } from "../connect_dest.ts";
+import { isLoopback, netVerdict } from "../socket_policy.ts";
 import { RequestHandler } from "./requests.ts";
 
 const EAGAIN = 11,
@@ -162,11 +163,13 @@ export class Mediator {
       const nr = resolveSyscall(name);
       if (nr >= 0) this.#byNr.set(nr, "cwd");
     }
-    for (const name of ["execve", "execveat", "connect", "sendto", "sendmsg", "sendmmsg", "bind"] as const) {
+    for (
+      const name of ["execve", "execveat", "connect", "sendto", "sendmsg", "sendmmsg", "listen", "bind"] as const
+    ) {
       const nr = resolveSyscall(name);
       if (nr >= 0) this.#byNr.set(nr, name);
     }
-    this.net = new NetMediator(nfd);
+    this.net = new NetMediator(nfd, cfg.mediate.connect);
     this.proc = new ProcInfo(cfg.commandPid);
     this.#requests = new RequestHandler(this, cfg);
     this.#log = cfg.logPath ? Deno.openSync(cfg.logPath, { append: true, create: true, mode: 0o600 }) : null;
@@ -1076,6 +1079,12 @@ export class Mediator {
     const a = len >= 3 && len <= 110 ? this.#nfd.readBytes(n.tid, n.args[1], len) : null;
     const family = a ? a[0] | (a[1] << 8) : -1;
     if (!a || family !== 1 /* AF_UNIX */ || a[2] === 0 /* abstract */) {
+      // The sandbox's own abstract sockets: connects to them need no question (lib/socket_policy.ts).
+      if (a && family === 1 && len > 3) {
+        try {
+          this.net.ownAbstract.add(dec.decode(a.subarray(3, len)));
+        } catch { /* not UTF-8: never matched */ }
+      }
       this.#nfd.continue(n.id);
       this.stats.continued++;
       return;
@@ -1098,6 +1107,7 @@ export class Mediator {
     if (r.kind !== "path") return this.#fail(n, r.kind === "error" ? r.errno : EACCES);
     const target: Target = { path: r.path, anon: false };
     const v = this.#verdict(target, false);
+    if (v !== "deny") this.net.ownPaths.add(r.path); // the sandbox's own socket (lib/socket_policy.ts)
     if (v === "floor") {
       this.#nfd.continue(n.id);
       this.stats.continued++;
@@ -1137,11 +1147,8 @@ export class Mediator {
     }
   }
 
+  /** connect, sends with a destination, listen: lib/socket_policy.ts decides, lib/supervisor/connect.ts does. */
   #connect(n: Notification, kind: NetKind): void {
-    if (!this.#cfg.mediate.connect) {
-      if (this.#nfd.idValid(n.id)) this.#nfd.continue(n.id);
-      return;
-    }
     const d = this.net.prepare(n, kind, this.proc.tgid(n.tid));
     if (d.kind === "continue") {
       if (this.#nfd.idValid(n.id)) this.#nfd.continue(n.id);
@@ -1160,15 +1167,21 @@ export class Mediator {
       suggest: d.target ? formatTarget(d.target) : undefined,
       qid: 0,
     };
-    // Not a network destination (netlink, an unnamed unix socket): nothing to decide, performed as asked.
-    if (d.target === null) return this.#allow(p, false, "not a network destination");
-    const dec = this.policy.decide("connect", d.target, Date.now());
+    const t = d.target;
+    if (t === null) return this.#allow(p, false, "not a destination"); // a connected peer, netlink, socketpair
+    if (kind === "listen") {
+      // Trapped under --mediate connect only: a listener on a reachable address lets other hosts in.
+      if (isLoopback(t)) return this.#allow(p, false, "a loopback listener");
+    } else if (netVerdict(t, { mediateConnect: this.#cfg.mediate.connect, ownSocket: d.own === true }) === "perform") {
+      return this.#allow(p, false, d.own ? "the sandbox's own socket" : "network connects are not mediated");
+    }
+    const dec = this.policy.decide("connect", t, Date.now());
     if (dec.effect === "allow") return this.#allow(p, false, "rule");
     if (dec.effect === "deny") {
       this.net.release(d.op);
-      return this.#deny(n, kind, d.display, "connect", "rule", formatTarget(d.target));
+      return this.#deny(n, kind, d.display, "connect", "rule", formatTarget(t));
     }
-    this.#askConnect(p, d.target, d.display, kind);
+    this.#askConnect(p, t, d.display, kind);
   }
 
   #askConnect(p: Pending, t: ConnectTarget, display: string, syscall: string): void {
