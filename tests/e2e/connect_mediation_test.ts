@@ -510,7 +510,7 @@ test(
   },
 );
 
-Deno.test("without --mediate connect nothing about the network changes", async () => {
+Deno.test("without --mediate connect nothing about the network changes (local IPC is still decided)", async () => {
   const srv = await servers();
   const s = await scratch();
   try {
@@ -528,9 +528,17 @@ Deno.test("without --mediate connect nothing about the network changes", async (
       const r = await hp(["--no-ask", "--", ...cmd], s.project);
       assertEquals([r.code, r.stdout], [0, "ok\n"], `${cmd[0]}: ${r.stderr}`);
     }
-    for (const [kind, addr] of [["tcp4-nb", a], ["unix", srv.unix], ["unix", `@${srv.abstract}`]]) {
-      const r = await hp(["--no-ask", "--", PY, "-c", CLIENT, kind, addr], s.project);
-      assertEquals(r.code, 0, `${kind} ${addr}: ${r.stdout} ${r.stderr}`);
+    {
+      const r = await hp(["--no-ask", "--", PY, "-c", CLIENT, "tcp4-nb", a], s.project);
+      assertEquals(r.code, 0, `tcp4-nb ${a}: ${r.stdout} ${r.stderr}`);
+    }
+    // Unix sockets outside the sandbox are local IPC, decided in every mode (tests/e2e/local_ipc_test.ts):
+    // denied unasked, allowed by a rule.
+    for (const addr of [srv.unix, `@${srv.abstract}`]) {
+      const no = await hp(["--no-ask", "--", PY, "-c", CLIENT, "unix", addr], s.project);
+      assert(no.code !== 0 && no.stderr.includes(`denied connect unix:${addr}`), `${addr}: ${no.stderr}`);
+      const r = await hp(["--no-ask", "--allow-connect", `unix:${addr}`, "--", PY, "-c", CLIENT, "unix", addr], s.project);
+      assertEquals(r.code, 0, `unix ${addr}: ${r.stdout} ${r.stderr}`);
     }
     if (srv.tcp6 !== undefined) {
       const r = await hp(["--no-ask", "--", PY, "-c", CLIENT, "tcp6", `[::1]:${srv.tcp6}`], s.project);
