@@ -57,7 +57,16 @@ export const ALLOWED_NETLINK: Readonly<Record<number, string>> = {
 const NETLINK_MAX = 31;
 
 /** Protocol numbers that are TCP or UDP as the third argument of socket() (0 is the type's default). */
-export const IPPROTO = { IP: 0, ICMP: 1, TCP: 6, UDP: 17, ICMPV6: 58, SCTP: 132, UDPLITE: 136, MPTCP: 262 } as const;
+export const IPPROTO = {
+  IP: 0,
+  ICMP: 1,
+  TCP: 6,
+  UDP: 17,
+  ICMPV6: 58,
+  SCTP: 132,
+  UDPLITE: 136,
+  MPTCP: 262,
+} as const;
 export const SOCK_TYPE = { STREAM: 1, DGRAM: 2, RAW: 3, RDM: 4, SEQPACKET: 5, DCCP: 6, PACKET: 10 } as const;
 
 /** A comparison as lib/filter_plan.ts writes it. */
@@ -97,7 +106,7 @@ function outside(arg: number, allowed: number[], max: number, mask = LOW32): Soc
   const out: SocketArg[][] = [];
   let lo = 0;
   for (const a of [...allowed, max + 1]) {
-    if (a > lo) for (const c of rangeArgs(arg, lo, a - 1, mask)) out.push([c]);
+    if (a > lo) { for (const c of rangeArgs(arg, lo, a - 1, mask)) out.push([c]); }
     lo = a + 1;
   }
   if (mask === LOW32) out.push([{ arg, op: "gt", value: BigInt(max) }]); // also any value with high bits set
@@ -125,7 +134,10 @@ export function refusedSockets(): RefusedSocket[] {
     for (const [type, proto] of [[SOCK_TYPE.STREAM, IPPROTO.TCP], [SOCK_TYPE.DGRAM, IPPROTO.UDP]]) {
       const ty: SocketArg = { arg: 1, op: "masked_eq", mask: 0xfn, value: BigInt(type) };
       for (const p of outside(2, [0, proto], proto)) {
-        out.push({ args: [dom, ty, ...p], why: "connect: IP protocols other than TCP and UDP are not decided" });
+        out.push({
+          args: [dom, ty, ...p],
+          why: "connect: IP protocols other than TCP and UDP are not decided",
+        });
       }
     }
   }
@@ -143,7 +155,11 @@ export function socketAllowed(domain: bigint, type: bigint, protocol: bigint): b
     const a = [domain, type, protocol];
     if (
       r.args.every((c) =>
-        c.op === "gt" ? a[c.arg] > c.value : c.op === "eq" ? a[c.arg] === c.value : (a[c.arg] & c.mask!) === c.value
+        c.op === "gt"
+          ? a[c.arg] > c.value
+          : c.op === "eq"
+          ? a[c.arg] === c.value
+          : (a[c.arg] & c.mask!) === c.value
       )
     ) return false;
   }
@@ -239,7 +255,10 @@ export function effectiveTarget(t: ConnectTarget, bound: string | null): Connect
   }
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(a);
   if (mapped) {
-    const v4 = effectiveTarget({ ...t, family: "inet", addr: mapped[1] }, bound?.replace(/^::ffff:/, "") ?? null);
+    const v4 = effectiveTarget(
+      { ...t, family: "inet", addr: mapped[1] },
+      bound?.replace(/^::ffff:/, "") ?? null,
+    );
     return { ...t, family: "inet6", addr: "::ffff:" + (v4 as { addr: string }).addr };
   }
   // IPv4-compatible: the first 96 bits zero (canonical text "::x:y" or "::y"), other than :: and ::1.

@@ -126,7 +126,10 @@ export class NetMediator {
   readonly #nfd: NotifyFd;
   readonly #mediateConnect: boolean;
   /** Operations waiting for their socket: a blocking connect, or a send that would block. */
-  readonly pending = new Map<number, { n: Notification; fd: number; since: number; op?: NetOp; tries?: number }>();
+  readonly pending = new Map<
+    number,
+    { n: Notification; fd: number; since: number; op?: NetOp; tries?: number }
+  >();
   /** Unix socket paths and abstract names the sandbox bound itself (lib/supervisor/mediator.ts #bind). */
   readonly ownPaths = new Set<string>();
   readonly ownAbstract = new Set<string>();
@@ -249,7 +252,10 @@ export class NetMediator {
         ? lt.addr
         : null;
       const eff = effectiveTarget(t, bound);
-      if (eff.family !== "unix" && eff.addr !== t.addr && (t.addr === "0.0.0.0" || t.addr === "::" || t.addr === "::ffff:0.0.0.0")) {
+      if (
+        eff.family !== "unix" && eff.addr !== t.addr &&
+        (t.addr === "0.0.0.0" || t.addr === "::" || t.addr === "::ffff:0.0.0.0")
+      ) {
         writeAddr(op.addr!, eff.addr);
       }
       t = eff;

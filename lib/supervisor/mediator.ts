@@ -164,7 +164,16 @@ export class Mediator {
       if (nr >= 0) this.#byNr.set(nr, "cwd");
     }
     for (
-      const name of ["execve", "execveat", "connect", "sendto", "sendmsg", "sendmmsg", "listen", "bind"] as const
+      const name of [
+        "execve",
+        "execveat",
+        "connect",
+        "sendto",
+        "sendmsg",
+        "sendmmsg",
+        "listen",
+        "bind",
+      ] as const
     ) {
       const nr = resolveSyscall(name);
       if (nr >= 0) this.#byNr.set(nr, name);
@@ -1172,7 +1181,9 @@ export class Mediator {
     if (kind === "listen") {
       // Trapped under --mediate connect only: a listener on a reachable address lets other hosts in.
       if (isLoopback(t)) return this.#allow(p, false, "a loopback listener");
-    } else if (netVerdict(t, { mediateConnect: this.#cfg.mediate.connect, ownSocket: d.own === true }) === "perform") {
+    } else if (
+      netVerdict(t, { mediateConnect: this.#cfg.mediate.connect, ownSocket: d.own === true }) === "perform"
+    ) {
       return this.#allow(p, false, d.own ? "the sandbox's own socket" : "network connects are not mediated");
     }
     const dec = this.policy.decide("connect", t, Date.now());

