@@ -181,16 +181,34 @@ Deno.test("terminal injection, user namespaces and the bypasses are refused with
     ["fchmodat2", [3n, 0x1000n, 0o755n, 0n], "notify"],
     ["read", [0n, 0x1000n, 10n], "allow"],
     ["write", [1n, 0x1000n, 10n], "allow"],
-    ["connect", [3n, 0x1000n, 16n], "allow"],
+    ["connect", [3n, 0x1000n, 16n], "notify"], // local IPC is decided in every mode (lib/socket_policy.ts)
+    ["sendto", [3n, 0x1000n, 10n, 0n, 0n, 0n], "allow"], // send(2): the connected peer
+    ["sendto", [3n, 0x1000n, 10n, 0n, 0x2000n, 16n], "notify"],
+    ["listen", [3n, 5n], "allow"],
+    ["socket", [40n, 1n, 0n], "allow"],
   ];
   for (const [name, a, want] of cases) {
     const full = [...a, ...Array(6 - a.length).fill(0n)];
     assert.equal(evalProfile(p, name, full), want, `${name}(${a.map((x) => "0x" + x.toString(16))})`);
   }
   const withConnect = asRead(seccompProfile({ listenerPath: DEFAULT_LISTENER_PATH, connect: true }));
-  for (const name of ["connect", "sendto", "sendmsg", "sendmmsg"]) {
+  for (const name of ["connect", "sendmsg", "sendmmsg"]) {
     assert.equal(evalProfile(withConnect, name, [3n, 0n, 0n, 0n, 0n, 0n]), "notify", name);
-    assert.equal(evalProfile(p, name, [3n, 0n, 0n, 0n, 0n, 0n]), "allow", name);
+    assert.equal(evalProfile(p, name, [3n, 0n, 0n, 0n, 0n, 0n]), "notify", name);
+  }
+  assert.equal(evalProfile(withConnect, "listen", [3n, 5n, 0n, 0n, 0n, 0n]), "notify");
+  // Under connect mediation sockets of undecided families and types are refused (lib/socket_policy.ts).
+  for (
+    const a of [[40n, 1n, 0n], [17n, 3n, 0n], [2n, 3n, 255n], [2n, 1n, 132n], [16n, 3n, 2n], [
+      2n | (1n << 32n),
+      1n,
+      0n,
+    ]]
+  ) {
+    assert.equal(evalProfile(withConnect, "socket", [...a, 0n, 0n, 0n]), "errno 13", `socket(${a})`);
+  }
+  for (const a of [[1n, 1n, 0n], [2n, 1n, 0n], [10n, 2n, 17n], [16n, 3n, 0n], [2n, 0x80801n, 6n]]) {
+    assert.equal(evalProfile(withConnect, "socket", [...a, 0n, 0n, 0n]), "allow", `socket(${a})`);
   }
 });
 
@@ -206,8 +224,8 @@ Deno.test("every write call of the syscall table is trapped, and every trapped c
     for (const c of WRITE_CALLS) assert.ok(notified.includes(c.name), `${c.name} is not trapped`);
     for (const s of ["execve", "execveat", "bind", "openat", "fchmodat2"]) assert.ok(notified.includes(s), s);
     for (const s of ["read", "write", "close", "ioctl", "clone3"]) assert.ok(!notified.includes(s), s);
-    assert.equal(notified.includes("connect"), connect);
-    assert.equal(notified.includes("sendmmsg"), connect);
+    assert.ok(notified.includes("connect") && notified.includes("sendmmsg") && notified.includes("sendto"));
+    assert.equal(notified.includes("listen"), connect);
   }
   assert.deepEqual(notifiedSyscalls(), notifiedSyscalls({ connect: false }));
 });

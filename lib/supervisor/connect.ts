@@ -18,7 +18,6 @@ import {
   isNonBlocking,
   listenFd,
   localAddress,
-  peerAddress,
   sendmsgFd,
   sendtoFd,
   setNonBlocking,

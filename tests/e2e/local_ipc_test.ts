@@ -615,7 +615,7 @@ test({
   name: "under --mediate connect a TCP listener on a reachable address is decided; loopback is allowed",
 }, async () => {
   const s = await scratch();
-  const free = async () => {
+  const free = () => {
     const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
     const p = (l.addr as Deno.NetAddr).port;
     l.close();
