@@ -12,7 +12,7 @@
  * - Ordinary sessions ask nothing more; a send that would block never blocks the supervisor.
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { compileHelper, hallpass, isRoot, type Result, scratch } from "./harness.ts";
+import { compileHelper, hallpass, HALLPASS_ARGV, isRoot, type Result, scratch } from "./harness.ts";
 import { probeAsync, test, tool } from "../helpers/skip.ts";
 
 const PY = "/usr/bin/python3";
@@ -657,7 +657,7 @@ test({
       },
     };
   };
-  const HP = [Deno.execPath(), "run", "-A", "--quiet", new URL("../../main.ts", import.meta.url).pathname];
+  const HP = [...HALLPASS_ARGV];
   try {
     // Control: a listener on 0.0.0.0 is reachable from outside.
     let port = await free();
