@@ -542,19 +542,28 @@ Deno.test("huge command lines: questions and the agent stay small (bounded texts
     const writes = [1, 2, 3, 4, 5, 6].map((i) => `(echo q > /etc/q${i}) &`).join(" ") + " wait";
     const rootfs = await makeBundle(`${dir}/b`, {
       socket,
-      script: `a=$(head -c 120000 /dev/zero | tr '\\0' A); set -- $a $a $a $a $a $a $a $a $a $a $a $a $a $a; ` +
+      script:
+        `a=$(head -c 120000 /dev/zero | tr '\\0' A); set -- $a $a $a $a $a $a $a $a $a $a $a $a $a $a; ` +
         `sh -c 'sh -c "sh -c \\"${writes}\\" x \\"\\$@\\"" x "$@"' x "$@"`,
     });
     const run = runContainer("runc", `${dir}/b`, containerId("huge"));
-    await until(async () => (await (await api("/api/questions")).json()).questions.length === 6, "6 questions");
+    await until(
+      async () => (await (await api("/api/questions")).json()).questions.length === 6,
+      "6 questions",
+    );
     const t0 = performance.now();
     const r = await api("/api/questions");
     const body = await r.text();
     assert(performance.now() - t0 < 1000, `listing took ${performance.now() - t0} ms`);
     assert(body.length < 256 * 1024, `the list is ${body.length} bytes`);
     const q = JSON.parse(body).questions[0];
-    assert(q.chain.some((c: string) => /… \[\d{7} bytes, sha256 [0-9a-f]{16}\]$/.test(c)), q.chain.join("\n"));
-    const hwm = Number(/VmHWM:\s+(\d+) kB/.exec(await Deno.readTextFile(`/proc/${agent.child.pid}/status`))![1]);
+    assert(
+      q.chain.some((c: string) => /… \[\d{7} bytes, sha256 [0-9a-f]{16}\]$/.test(c)),
+      q.chain.join("\n"),
+    );
+    const hwm = Number(
+      /VmHWM:\s+(\d+) kB/.exec(await Deno.readTextFile(`/proc/${agent.child.pid}/status`))![1],
+    );
     assert(hwm < 200 * 1024, `the agent's peak RSS is ${hwm} kB`);
     for (const x of JSON.parse(body).questions) await answer(api, x, "deny");
     await run;
