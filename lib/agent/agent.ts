@@ -92,34 +92,40 @@ export class Agent {
   }
 
   async start(): Promise<void> {
+    let service: import("./answer_service.ts").AnswerService | null = null;
     if (this.#o.listen) {
       if (!this.#o.tokenFile) throw new UsageError("--listen needs --token-file (who may answer)");
       const { AnswerService, loadTokens } = await import("./answer_service.ts");
       const tokens = await loadTokens(this.#o.tokenFile);
-      const svc = await AnswerService.start({
+      service = await AnswerService.create({
         listen: this.#o.listen,
         tokens,
         timeoutMs: this.#o.askTimeoutMs,
-        logPath: this.#o.logPath ? this.#o.logPath + ".answers" : null,
+        logPath: this.#o.logPath, // the same file: answer events beside the supervisors' decision events
         warn: this.#warn,
       });
-      this.#backend = svc.backend();
+      this.#backend = service.backend();
+      const svc = service;
       this.#closeBackend = () => svc.close();
-      const a = svc.address;
-      this.#warn(`hallpass agent: questions at http://${a.hostname}:${a.port}/`);
     }
+    this.#checkSocketPath(this.#o.socket);
+    this.#checkSocketPath(this.#o.socket + ".handover");
     const inherited = await this.#takeOver();
     if (inherited < 0) {
-      try {
-        Deno.removeSync(this.#o.socket); // a socket left by an agent that is gone
-      } catch { /* none */ }
+      if (this.#removeStale(this.#o.socket)) {
+        this.#warn(`hallpass agent: removed ${this.#o.socket}, left by an agent that is gone`);
+      }
       this.#listenFd = listenUnix(this.#o.socket);
     }
     const hp = this.#o.socket + ".handover";
-    try {
-      Deno.removeSync(hp);
-    } catch { /* none */ }
+    this.#removeStale(hp);
     this.#handoverFd = listenUnix(hp, "seqpacket");
+    if (service) {
+      // Taken over: the old agent gave its address up at the end of the hand-over; the same address here.
+      await service.listen(inherited >= 0 ? 10_000 : 0);
+      const a = service.address;
+      this.#warn(`hallpass agent: questions at http://${a.hostname}:${a.port}/`);
+    }
     this.#acceptLoop();
     this.#handoverLoop();
     this.#warn(
@@ -127,6 +133,31 @@ export class Agent {
         (inherited >= 0 ? ` (took over ${inherited} containers)` : ""),
     );
     this.#o.onReady?.();
+  }
+
+  /** A path the agent binds a socket at must be free or a socket: anything else is a usage error. */
+  #checkSocketPath(path: string): void {
+    let st: Deno.FileInfo;
+    try {
+      st = Deno.lstatSync(path);
+    } catch {
+      return; // not there
+    }
+    if (!st.isSocket) {
+      const what = st.isDirectory ? "a directory" : st.isSymlink ? "a symbolic link" : "not a socket";
+      throw new UsageError(`${path} exists and is ${what}: remove it, or give another --socket`);
+    }
+  }
+
+  /** Removes a socket nobody listens on any more (an agent killed with SIGKILL); true when there was one. */
+  #removeStale(path: string): boolean {
+    try {
+      if (!Deno.lstatSync(path).isSocket) return false;
+      Deno.removeSync(path);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** Stops accepting and mediating (SIGTERM with no successor): pending questions are denied. */
@@ -339,6 +370,10 @@ export class Agent {
         close(c.listenerFd);
       }
       sendBlocking(fd, enc.encode(JSON.stringify({ kind: "listen" })), [this.#listenFd]);
+      // The question service's address goes to the new agent too: questions waiting here are denied (their
+      // calls were handed over and come back there as new notifications) and the port is released.
+      await this.#closeBackend();
+      this.#closeBackend = () => {};
       sendBlocking(fd, enc.encode(JSON.stringify({ kind: "done" })), []);
     } catch (e) {
       this.#warn(`hallpass agent: the hand-over failed: ${(e as Error).message}`);

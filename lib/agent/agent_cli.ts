@@ -22,7 +22,9 @@ options:
   --log FILE            one JSON line for every decision
   --print-profile       print the seccomp profile for pods (Kubernetes Localhost profile) and exit
   --connect             with --print-profile: trap connects too
-A new agent started on the socket of a running one takes its containers over; the old one then exits.`;
+A new agent started on the socket of a running one takes its containers over, and its --listen address; the
+old one then stays idle until it is stopped (a DaemonSet would restart an agent that exits).
+--log - writes the JSON lines to stdout (for a cluster's log collector).`;
 
 export type AgentInvocation =
   | { kind: "help" }
@@ -94,7 +96,7 @@ export function parseAgentArgs(argv: string[]): AgentInvocation {
         }
         break;
       case "--log":
-        o.logPath = value;
+        o.logPath = value === "-" ? "/dev/stdout" : value;
         break;
     }
   }
@@ -135,7 +137,15 @@ export async function agentCommand(argv: string[]): Promise<number> {
   };
   Deno.addSignalListener("SIGTERM", onSignal);
   Deno.addSignalListener("SIGINT", onSignal);
-  await agent.start();
+  try {
+    await agent.start();
+  } catch (e) {
+    // Errors of the agent's own start are the agent's: `hallpass agent --help` is the hint.
+    if (e instanceof UsageError && !e.message.startsWith("agent: ")) {
+      throw new UsageError(`agent: ${e.message}`);
+    }
+    throw e;
+  }
   const code = await agent.finished;
   Deno.removeSignalListener("SIGTERM", onSignal);
   Deno.removeSignalListener("SIGINT", onSignal);

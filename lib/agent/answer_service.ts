@@ -249,24 +249,52 @@ export class AnswerService {
 
   /** Opens the log and listens. Throws a {@linkcode UsageError} for a bad address or no tokens. */
   static async start(opts: AnswerServiceOptions): Promise<AnswerService> {
+    const svc = await AnswerService.create(opts);
+    await svc.listen();
+    return svc;
+  }
+
+  /**
+   * The service without its HTTP server yet: questions can be asked (they wait), nobody can answer them until
+   * {@linkcode listen}. The agent creates it before taking containers over from a running agent, which gives
+   * the address up only then.
+   */
+  static async create(opts: AnswerServiceOptions): Promise<AnswerService> {
     if (opts.tokens.size === 0) throw new UsageError("the answer service needs at least one token");
-    const { hostname, port } = parseListen(opts.listen);
+    parseListen(opts.listen);
     const digests: [Uint8Array, string][] = [];
     for (const [token, who] of opts.tokens) digests.push([await sha256(token), who]);
     const svc = new AnswerService(opts, digests);
     if (opts.logPath !== null) {
       svc.#log = await Deno.open(opts.logPath, { append: true, create: true, mode: 0o600 });
     }
-    try {
-      svc.#server = HttpServer.listen({ hostname, port }, (req) => svc.#handle(req), opts.warn, {
-        maxBody: MAX_BODY,
-        ...opts.httpLimits,
-      });
-    } catch (e) {
-      svc.#log?.close();
-      throw new UsageError(`cannot listen on ${opts.listen}: ${(e as Error).message}`);
-    }
     return svc;
+  }
+
+  /**
+   * Listens on the service's address. `waitMs`: while the address is in use, try again for that long (the agent
+   * being handed over releases it at the end of the hand-over). Throws a {@linkcode UsageError}.
+   */
+  async listen(waitMs = 0): Promise<void> {
+    const { hostname, port } = parseListen(this.#opts.listen);
+    const until = Date.now() + waitMs;
+    for (;;) {
+      try {
+        this.#server = HttpServer.listen({ hostname, port }, (req) => this.#handle(req), this.#opts.warn, {
+          maxBody: MAX_BODY,
+          ...this.#opts.httpLimits,
+        });
+        return;
+      } catch (e) {
+        if (e instanceof Deno.errors.AddrInUse && Date.now() < until) {
+          await new Promise((r) => setTimeout(r, 50));
+          continue;
+        }
+        this.#log?.close();
+        this.#log = null;
+        throw new UsageError(`cannot listen on ${this.#opts.listen}: ${(e as Error).message}`);
+      }
+    }
   }
 
   /** Where it listens (the real port when 0 was asked for). */
@@ -409,7 +437,9 @@ export class AnswerService {
   #logDecision(id: number, q: Question, c: ContainerIdentity, a: Answer, applied: boolean): void {
     const line = JSON.stringify({
       time: new Date().toISOString(),
+      event: "answer",
       id,
+      question: q.id,
       container: c,
       pid: q.pid,
       name: q.name,

@@ -138,6 +138,8 @@ export class Mediator {
   readonly proc: ProcInfo;
   readonly #requests: RequestHandler;
   readonly #log: Deno.FsFile | null;
+  /** The question whose answer is being applied (its log lines say so), or undefined. */
+  #answering: number | undefined;
   readonly #enc = new TextEncoder();
 
   constructor(cfg: SessionConfig, nfd: NotifyFd, post: (m: ToMain) => void) {
@@ -733,6 +735,16 @@ export class Mediator {
 
   /** The main thread's answer to question `qid`. */
   answer(qid: number, a: Answer): void {
+    // The log lines written while the answer is applied name the question they come from.
+    this.#answering = qid;
+    try {
+      this.#applyAnswer(qid, a);
+    } finally {
+      this.#answering = undefined;
+    }
+  }
+
+  #applyAnswer(qid: number, a: Answer): void {
     if (this.#requests.owns(qid)) return this.#requests.answer(qid, a);
     const p = this.#pending.get(qid);
     if (!p) return;
@@ -1350,7 +1362,8 @@ export class Mediator {
       };
     }
     if (this.#cfg.container) rec = { container: this.#cfg.container.identity, ...rec };
-    const line = JSON.stringify({ time: new Date().toISOString(), ...rec }) + "\n";
+    if (this.#answering !== undefined) rec = { question: this.#answering, ...rec };
+    const line = JSON.stringify({ time: new Date().toISOString(), event: "decision", ...rec }) + "\n";
     try {
       this.#log.writeSync(this.#enc.encode(line));
     } catch {

@@ -430,6 +430,31 @@ agentTest(
       assertEquals(await Deno.readTextFile(`${rootfs}/etc/q`), "q\n");
       assert(!exists(`${rootfs}/etc/t`));
       await agent.waitOutput(/team\/asker main: denied write \/etc\/t/);
+      // The log: an answer event and the decision it led to, both naming the question; and the lines the docs
+      // show have the fields real lines have (docs/kubernetes-answering.md, "The log").
+      const lines = (await Deno.readTextFile(`${dir}/decisions.jsonl`)).trim().split("\n").map((l) =>
+        JSON.parse(l)
+      );
+      const ans = lines.find((l) => l.event === "answer" && l.target === "/etc/q");
+      assert(
+        ans && ans.id === q.id && ans.decision === "once" && ans.applied === true,
+        JSON.stringify(lines),
+      );
+      const dec = lines.find((l) =>
+        l.event === "decision" && l.target === "/etc/q" && l.question === ans.question
+      );
+      assert(dec && dec.decision === "allow" && dec.by === "answer:tester", JSON.stringify(lines));
+      assertEquals(dec.container.pod, "asker");
+      const doc = await Deno.readTextFile(new URL("../../docs/kubernetes-answering.md", import.meta.url));
+      const shown = /## The log[\s\S]*?```json\n([\s\S]*?)```/.exec(doc)![1].trim().split("\n").map((l) =>
+        JSON.parse(l)
+      );
+      const optional = new Set(["emulated", "result", "error", "durationMs", "scope"]);
+      for (const [example, real] of [[shown[0], ans], [shown[1], dec]]) {
+        const want = Object.keys(example).filter((k) => !optional.has(k)).sort();
+        const got = Object.keys(real).filter((k) => !optional.has(k)).sort();
+        assertEquals(got, want, `${example.event}: the docs' example has other fields than a real line`);
+      }
     });
   },
 );
@@ -570,3 +595,93 @@ Deno.test("huge command lines: questions and the agent stay small (bounded texts
     assert(!exists(`${rootfs}/etc/q1`));
   });
 });
+
+agentTest(
+  "agent restart with --listen: the new agent answers at the same address; answers go on there",
+  async () => {
+    const dir = await scratch();
+    const tokens = `${dir}/tokens`;
+    await Deno.writeTextFile(tokens, "tester t0k3n-0123456789abcdef\n");
+    await Deno.writeTextFile(`${dir}/rules/default.rules`, RULES);
+    const socket = `${dir}/agent.sock`;
+    // A fixed port, as under systemd or hostNetwork: the one the first agent got.
+    const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const port = (probe.addr as Deno.NetAddr).port;
+    probe.close();
+    const args = [
+      "--socket",
+      socket,
+      "--rules",
+      `${dir}/rules`,
+      "--listen",
+      `127.0.0.1:${port}`,
+      "--token-file",
+      tokens,
+    ];
+    let a: AgentProcess | null = null, b: AgentProcess | null = null;
+    const api: Api = (path, init = {}) =>
+      fetch(`http://127.0.0.1:${port}${path}`, {
+        ...init,
+        headers: { authorization: "Bearer t0k3n-0123456789abcdef", ...(init.headers ?? {}) },
+      });
+    try {
+      a = await AgentProcess.start(args);
+      b = await AgentProcess.start(args, /took over 0 containers/);
+      await b.waitOutput(new RegExp(`questions at http://127.0.0.1:${port}/`));
+      await a.waitOutput(/handed over; idle until stopped/);
+      // Questions now reach the new agent, at the same address.
+      const rootfs = await makeBundle(`${dir}/b`, { socket, script: 'echo q > /etc/q; echo "q=$?"' });
+      const run = runContainer("runc", `${dir}/b`, containerId("same-port"));
+      const q = await question(api, "/etc/q");
+      await answer(api, q, "once");
+      assert((await run).stdout.includes("q=0"));
+      assertEquals(await Deno.readTextFile(`${rootfs}/etc/q`), "q\n");
+    } finally {
+      await a?.stop();
+      await b?.stop();
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  },
+);
+
+agentTest(
+  "agent: a directory at the socket path is a one-line usage error; a stale socket is removed, and said",
+  async () => {
+    const dir = await scratch();
+    try {
+      await Deno.mkdir(`${dir}/sock-dir`);
+      const r = await new Deno.Command(Deno.execPath(), {
+        args: [
+          "run",
+          "--quiet",
+          "-A",
+          new URL("../../main.ts", import.meta.url).pathname,
+          "agent",
+          "--socket",
+          `${dir}/sock-dir`,
+        ],
+        stdout: "null",
+        stderr: "piped",
+      }).output();
+      const err = new TextDecoder().decode(r.stderr);
+      assertEquals(r.code, 125, err);
+      assert(/^hallpass: agent: .*sock-dir exists and is a directory/.test(err), err);
+      assert(err.includes("`hallpass agent --help`"), err);
+      assert(!/internal error|errno|at /.test(err), err);
+      assert(Deno.statSync(`${dir}/sock-dir`).isDirectory, "nothing was changed");
+      // A socket left by an agent killed with SIGKILL: the next agent removes it and says so.
+      const socket = `${dir}/agent.sock`;
+      const dead = await AgentProcess.start(["--socket", socket]);
+      await dead.stop("SIGKILL");
+      assert(Deno.lstatSync(socket).isSocket);
+      const next = await AgentProcess.start(["--socket", socket]);
+      try {
+        assert(next.output.includes(`removed ${socket}, left by an agent that is gone`), next.output);
+      } finally {
+        await next.stop();
+      }
+    } finally {
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  },
+);
