@@ -53,6 +53,8 @@ const SYMBOLS = {
   write: { parameters: ["i32", "buffer", "usize"], result: "isize" },
   /** int poll(struct pollfd *fds, nfds_t nfds, int timeout);  on a pool thread: errno is not read after it */
   poll_wait: { name: "poll", parameters: ["buffer", "u64", "i32"], result: "i32", nonblocking: true },
+  /** The same poll, on the calling thread (short waits only). */
+  poll_now: { name: "poll", parameters: ["buffer", "u64", "i32"], result: "i32" },
 } as const satisfies Deno.ForeignLibraryInterface;
 
 let lib: Deno.DynamicLibrary<typeof SYMBOLS> | null = null;
@@ -238,6 +240,18 @@ export async function readMaster(
       return null;
     }
   }
+}
+
+/**
+ * Waits on the calling thread (blocking it) up to `ms` for `fd` to be readable; true when it is (or has hung up:
+ * the next read then says so). For short waits in a burst of copying only.
+ */
+export function readableWithin(fd: number, ms: number): boolean {
+  const pfd = new Uint8Array(8);
+  const view = new DataView(pfd.buffer);
+  view.setInt32(0, fd, true);
+  view.setInt16(4, POLLIN, true);
+  return libc().poll_now(pfd, 1n, ms) > 0;
 }
 
 /** Reads what a non-blocking fd (the pty master) holds right now, without waiting: empty when nothing. */

@@ -22,8 +22,20 @@
 import xterm from "@xterm/headless";
 import type { BarStyle, RenderGuard } from "./prompt_bar.ts";
 import { render } from "./prompt_bar.ts";
+import { findSkip } from "./mirror_skip.ts";
 
 type Terminal = InstanceType<typeof xterm.Terminal>;
+
+const quiet = () => {};
+/**
+ * The model's own diagnostics go nowhere: a library's console output would reach the user's terminal (in raw
+ * mode) in the middle of the program's output. `logLevel: "off"` and a logger that drops everything, in case a
+ * level check is missed somewhere.
+ */
+export const SILENT = {
+  logLevel: "off",
+  logger: { trace: quiet, debug: quiet, info: quiet, warn: quiet, error: quiet },
+} as const;
 
 /** The attribute accessors xterm.js cells and its internal attribute data share. */
 interface Attrs {
@@ -93,7 +105,7 @@ function charsetFlag(charset: unknown): string {
   if (charset === undefined || charset === null) return "B";
   if (!charsetFlags) {
     charsetFlags = new Map();
-    const probe = new xterm.Terminal({ cols: 2, rows: 1, allowProposedApi: true });
+    const probe = new xterm.Terminal({ cols: 2, rows: 1, allowProposedApi: true, ...SILENT });
     const core = (probe as Internals)._core;
     for (const f of "0AB4C5RQKYE6ZH7=") {
       core._inputHandler.selectCharset("(" + f);
@@ -105,13 +117,33 @@ function charsetFlag(charset: unknown): string {
   return charsetFlags.get(charset) ?? "B";
 }
 
-/** A headless model of what the real terminal shows. */
+/** Output queued for the model before it is parsed (see {@linkcode ScreenMirror.feed}). */
+const LAZY_BYTES = 1 << 20;
+
+/** Lines of scrollback the model keeps, so that it reflows on a resize as the real terminal does. */
+export const MIRROR_SCROLLBACK = 1000;
+
+/**
+ * A headless model of what the real terminal shows. The program's output is fed lazily ({@linkcode feed}): it is
+ * queued and parsed only when the model is read ({@linkcode settled}) or the queue passes 1 MiB, and long runs of
+ * plain text are skipped where that cannot change the result (mirror_skip.ts).
+ */
 export class ScreenMirror {
   readonly term: Terminal;
+  readonly scrollback: number;
   #pending: Promise<void> = Promise.resolve();
+  #queue: Uint8Array[] = [];
+  #queued = 0;
 
   constructor(cols: number, rows: number, opts: { scrollback?: number } = {}) {
-    this.term = new xterm.Terminal({ cols, rows, scrollback: opts.scrollback ?? 0, allowProposedApi: true });
+    this.scrollback = opts.scrollback ?? 0;
+    this.term = new xterm.Terminal({
+      cols,
+      rows,
+      scrollback: this.scrollback,
+      allowProposedApi: true,
+      ...SILENT,
+    });
   }
 
   get cols(): number {
@@ -121,16 +153,58 @@ export class ScreenMirror {
     return this.term.rows;
   }
 
-  /** Feeds bytes (or text) the real terminal received. */
+  /** Feeds bytes (or text) the real terminal received; resolves once they (and all before) are parsed. */
   write(data: Uint8Array | string): Promise<void> {
-    const done = new Promise<void>((resolve) => this.term.write(data, resolve));
-    this.#pending = done;
-    return done;
+    this.feed(typeof data === "string" ? new TextEncoder().encode(data) : data);
+    return this.settled();
+  }
+
+  /** Queues bytes the real terminal received, to be parsed when the model is next read. */
+  feed(bytes: Uint8Array): void {
+    if (bytes.length === 0) return;
+    this.#queue.push(bytes);
+    this.#queued += bytes.length;
+    if (this.#queued >= LAZY_BYTES) this.#drain();
   }
 
   /** Resolves once everything fed so far is parsed. */
   settled(): Promise<void> {
+    this.#drain();
     return this.#pending;
+  }
+
+  #drain(): void {
+    if (this.#queue.length === 0) return;
+    let buf: Uint8Array;
+    if (this.#queue.length === 1) buf = this.#queue[0];
+    else {
+      buf = new Uint8Array(this.#queued);
+      let o = 0;
+      for (const c of this.#queue) {
+        buf.set(c, o);
+        o += c.length;
+      }
+    }
+    this.#queue = [];
+    this.#queued = 0;
+    this.#pending = this.#pending.then(() => this.#parse(buf));
+  }
+
+  #termWrite(data: Uint8Array): Promise<void> {
+    return new Promise<void>((resolve) => this.term.write(data, resolve));
+  }
+
+  async #parse(buf: Uint8Array): Promise<void> {
+    const skip = buf.length > 4096 ? findSkip(buf, this.rows, this.scrollback) : null;
+    if (!skip) return this.#termWrite(buf);
+    await this.#termWrite(buf.subarray(0, skip.head));
+    const b = this.#core.buffer;
+    const fullRegion = (b?.scrollTop ?? 0) === 0 && (b?.scrollBottom ?? this.rows - 1) === this.rows - 1;
+    if (!fullRegion || this.#core.coreService?.decPrivateModes?.origin) {
+      return this.#termWrite(buf.subarray(skip.head));
+    }
+    await this.#termWrite(skip.replacement);
+    await this.#termWrite(buf.subarray(skip.tail));
   }
 
   /**
@@ -318,6 +392,8 @@ export class ScreenGate {
   #fullRepaint = false;
   #resumeWaiters: (() => void)[] = [];
   #bytesOut = 0;
+  /** Operations queued on #chain and not finished. */
+  #busy = 0;
 
   constructor(
     mirror: ScreenMirror,
@@ -345,8 +421,21 @@ export class ScreenGate {
   }
 
   #enqueue(op: () => void | Promise<void>): Promise<void> {
-    this.#chain = this.#chain.then(op).catch(() => {});
+    this.#busy++;
+    this.#chain = this.#chain.then(op).catch(() => {}).finally(() => this.#busy--);
     return this.#chain;
+  }
+
+  /**
+   * The fast path of {@linkcode output}: when the bar is down and nothing is queued, feeds the mirror and writes
+   * `chunk` at once with `writeSync`; returns false (and does nothing) otherwise.
+   */
+  outputNow(chunk: Uint8Array, writeSync: (b: Uint8Array) => void): boolean {
+    if (this.#barLines !== null || this.#busy > 0) return false;
+    this.#bytesOut += chunk.length;
+    this.mirror.feed(chunk);
+    writeSync(chunk);
+    return true;
   }
 
   /** The program's output. Never dropped. */
@@ -359,7 +448,7 @@ export class ScreenGate {
       return;
     }
     this.#enqueue(async () => {
-      this.mirror.write(chunk);
+      this.mirror.feed(chunk);
       await this.#write(chunk);
     });
   }
@@ -413,7 +502,7 @@ export class ScreenGate {
       const rows = this.mirror.rows;
       await this.#write(this.mirror.repaint(full ? 0 : Math.max(rows - covered, 0), rows));
       for (const chunk of held) {
-        this.mirror.write(chunk);
+        this.mirror.feed(chunk);
         await this.#write(chunk);
       }
     });
