@@ -9,6 +9,8 @@ import { CommandError, makePlan } from "./lib/plan.ts";
 import { HallpassError, runSandbox } from "./lib/run.ts";
 import { UsageError } from "./lib/types.ts";
 import { RulesError } from "./lib/rules_file.ts";
+import { commandSignal } from "./lib/command_signal.ts";
+import { dieOfSignal } from "./ffi/signal.ts";
 
 async function main(argv: string[]): Promise<number> {
   const inv = parseCommandLine(argv);
@@ -91,5 +93,8 @@ if (import.meta.main) {
       code = 125;
     }
   }
+  // The command died of a signal: so does hallpass (the terminal is restored by now), for the calling shell.
+  const sig = commandSignal();
+  if (sig !== null && code === 128 + sig) dieOfSignal(sig);
   Deno.exit(code);
 }

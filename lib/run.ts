@@ -32,6 +32,7 @@ import { Summary } from "./summary.ts";
 import { DENIED_STATUS, finalStatus } from "./fail_on_deny.ts";
 import { SupervisorHost } from "./supervisor/host.ts";
 import type { PtySession } from "./ui/terminal.ts";
+import { noteCommandSignal } from "./command_signal.ts";
 
 export class HallpassError extends Error {
   constructor(message: string, readonly hint?: string) {
@@ -186,7 +187,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     backend = new AskProgram(opts.askProgram, { timeoutMs: opts.askTimeoutMs, warn });
   } else if (interactive && !opts.noAsk) {
     const { PtySession, TerminalAsk } = await import("./ui/terminal.ts");
-    pty = PtySession.open({ onSignal: (sig) => end(sig) });
+    pty = PtySession.open({ onSignal: (sig) => end(sig), title: `hallpass: ${plan.argv.join(" ")}` });
     backend = new TerminalAsk(pty, { forMs: opts.forMs, askTimeoutMs: opts.askTimeoutMs });
   } else {
     backend = new NoAsk();
@@ -197,6 +198,8 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   const bpf = await filterFd(opts);
   const [mySock, childSock] = seqpacketPair();
   setCloexec(childSock, false);
+  // The command can tell it runs under hallpass (e.g. for a PS1 marker: README).
+  Deno.env.set("HALLPASS", "1");
   try {
     const path = launcherPath();
     child = spawn(path, [path, String(childSock), plan.program, ...plan.argv]);
@@ -296,6 +299,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   if (pty) await pty.finish();
   for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
   if (!opts.quiet) summary.print((l) => console.error(l));
+  if (status.signal) noteCommandSignal(status.signal); // main.ts dies of it too
   const denied = summary.lines().length > 0;
   const code = finalStatus(
     status.signal ? 128 + status.signal : status.code,

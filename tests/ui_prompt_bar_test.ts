@@ -26,8 +26,8 @@ Deno.test("layout: exactly SPEC §4's five lines", () => {
     "hallpass: node (pid 41237) wants to write",
     "/home/me/.npm/_cacache/tmp/x",
     "by: npm install ← bash ← copilot",
-    "[t] and [a] allow: /home/me/.npm/_cacache",
-    "[o] allow once  [t] for 5m0s  [a] always  [d] deny  [n] never",
+    "[t] [a] [n] apply to: /home/me/.npm/_cacache",
+    "[o] allow once  [t] for 5m0s  [a] always  [d] deny  [n] never  [?] help",
   ]);
 });
 
@@ -46,7 +46,7 @@ const LAYOUT: { name: string; state: BarState; cols: number; want: Record<number
       want: {
         0: "hallpass: node (pid 41237) wants to run (+2 more)",
         1: "/tmp/x.sh --flag",
-        4: "[o] allow once  [t] for 5m0s  [a] always  [d] deny  [n] never  [D] deny all from pid 41237",
+        4: "[o] allow once  [t] for 5m0s  [a] always  [d] deny  [n] never  [?] help  [D] deny all from pid 41237",
       },
     },
     {
@@ -60,7 +60,7 @@ const LAYOUT: { name: string; state: BarState; cols: number; want: Record<number
       rows: 5,
       want: {
         0: "hallpass: node (pid 41237) wants to connect to",
-        4: "[o] allow once  [t] for 1h30m0s  [a] always  [d] deny  [n] never",
+        4: "[o] allow once  [t] for 1h30m0s  [a] always  [d] deny  [n] never  [?] help",
       },
     },
     {
@@ -81,15 +81,30 @@ const LAYOUT: { name: string; state: BarState; cols: number; want: Record<number
       name: "long target shortened in the middle, keeping the file name",
       state: { ...base, question: { ...q, target: "/home/me/" + "a".repeat(100) + "/file.json" } },
       cols: 40,
-      rows: 5,
-      want: { 1: "/home/me/aaaaaaaaaa…aaaaaaaaaa/file.json" },
+      rows: 6,
+      want: {
+        1: "/home/me/aaaaaaaaaa…aaaaaaaaaa/file.json",
+        // Below 60 columns the keys wrap onto two lines instead of being cut.
+        4: "[o] allow once  [t] for 5m0s  [a] always",
+        5: "[d] deny  [n] never  [?] help",
+      },
+    },
+    {
+      name: "[?] shows the help line naming the arrows, [D], Ctrl-C and Ctrl-Z",
+      state: { ...base, help: true },
+      cols: 120,
+      rows: 6,
+      want: {
+        4: "←/→ wider/narrower scope  [D] deny all queued from this pid  Ctrl-C deny + interrupt  Ctrl-Z deny + suspend",
+        5: "[o] allow once  [t] for 5m0s  [a] always  [d] deny  [n] never  [?] hide help",
+      },
     },
     {
       name: "scope moves with scopeIndex",
       state: { ...base, scopeIndex: 3 },
       cols: 80,
       rows: 5,
-      want: { 3: "[t] and [a] allow: /home/me" },
+      want: { 3: "[t] [a] [n] apply to: /home/me" },
     },
   ];
 for (const t of LAYOUT) {
@@ -158,6 +173,24 @@ Deno.test("handleKey: scope is clamped at both ends and [t] uses the moved scope
   assertEquals(handleKey(s, "t").answer?.scope, "/home/me/.npm/_cacache/tmp/x");
 });
 
+Deno.test("Ctrl-C, Ctrl-Z, Ctrl-\\ deny and go on to the program; ? toggles the help", () => {
+  const s = {
+    question: { scopes: ["/x"], suggestedScope: "/x" } as never,
+    queued: 0,
+    scopeIndex: 0,
+    forMs: 1,
+  } as BarState;
+  for (const k of ["\x03", "\x1a", "\x1c"]) {
+    const r = handleKey(s, k);
+    assertEquals(r.answer?.kind, "deny");
+    assertEquals(r.passThrough, k);
+  }
+  assertEquals(handleKey(s, "d").passThrough, undefined);
+  const h = handleKey(s, "?");
+  assertEquals([h.redraw, h.state.help], [true, true]);
+  assertEquals(handleKey(h.state, "?").state.help, false);
+});
+
 Deno.test("splitKeys", () => {
   assertEquals(splitKeys("ab\x1b[D\x1bOAx\x1b[1;5C\r\x1b"), [
     "a",
@@ -167,7 +200,6 @@ Deno.test("splitKeys", () => {
     "x",
     "\x1b[1;5C",
     "\r",
-    "\x1b",
   ]);
   assertEquals(splitKeys("日😀"), ["日", "😀"]);
 });

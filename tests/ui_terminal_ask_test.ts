@@ -3,6 +3,7 @@ import xterm from "@xterm/headless";
 import { type BarController, type BarHost, TerminalAsk } from "../lib/ui/terminal.ts";
 import { ScreenGate, ScreenMirror } from "../lib/ui/screen.ts";
 import type { Answer, Question } from "../lib/types.ts";
+import { splitKeys } from "../lib/ui/prompt_bar.ts";
 
 type Term = InstanceType<typeof xterm.Terminal>;
 
@@ -31,9 +32,16 @@ class FakeHost implements BarHost {
       (_, y) => b.getLine(b.baseY + y)!.translateToString(true).trimEnd(),
     );
   }
+  /** Bytes the bar passed on to the program. */
+  sent: string[] = [];
+  sendToProgram(bytes: Uint8Array) {
+    this.sent.push(new TextDecoder().decode(bytes));
+  }
+  /** `k` as one read from the terminal. */
   key(k: string) {
     assert(this.bar, "bar is up");
-    this.bar.onKey(k);
+    const keys = splitKeys(k);
+    this.bar.onKeys(keys, keys.length === 1);
   }
 }
 
@@ -95,22 +103,65 @@ Deno.test("identical pending questions (same pid, op, target) share one answer; 
 Deno.test("a flood from one pid is bounded; [D] denies everything from that pid; others still get asked", async () => {
   const host = new FakeHost();
   const ask = new TerminalAsk(host, { forMs: 1000, armDelayMs: 0, maxPerPid: 3 });
-  const flood = Array.from({ length: 5 }, (_, i) => ask.ask(question(66, `/f${i}`), never()));
+  // A live process (this one) started by the command: [D] holds until it exits.
+  const pid = Deno.pid;
+  const child = (target: string) => ({ ...question(pid, target), chain: ["node", "npm install"] });
+  const flood = Array.from({ length: 5 }, (_, i) => ask.ask(child(`/f${i}`), never()));
   const other = ask.ask(question(7, "/other"), never());
   assertEquals(await flood[3], { kind: "deny", by: "flood" });
   assertEquals(await flood[4], { kind: "deny", by: "flood" });
   const screen = await host.screen();
-  assert(screen.at(-1)!.endsWith("[D] deny all from pid 66"), String(screen.at(-1)));
-  assertEquals(screen[host.rows - 5], "hallpass: node (pid 66) wants to write (+3 more)");
+  assert(screen.at(-1)!.endsWith(`[D] deny all from pid ${pid}`), String(screen.at(-1)));
+  assertEquals(screen[host.rows - 5], `hallpass: node (pid ${pid}) wants to write (+3 more)`);
   host.key("D");
   for (const p of flood.slice(0, 3)) assertEquals(await p, { kind: "deny", by: "terminal" });
   assertEquals(ask.pending, 1);
-  assertEquals((await host.screen())[host.rows - 5], "hallpass: node (pid 7) wants to write");
+  const next = await host.screen();
+  // The notice says what [D] did and how long it lasts, above the next question.
+  assertEquals(
+    next[host.rows - 6],
+    `hallpass: [D] denied 3 questions of node (pid ${pid}); it is denied without asking until it exits`,
+  );
+  assertEquals(next[host.rows - 5], "hallpass: node (pid 7) wants to write");
   host.key("o");
   assertEquals((await other).kind, "once");
   // Later questions from the pid denied with [D] are denied without asking; other pids still ask.
-  assertEquals(await ask.ask(question(66, "/later"), never()), { kind: "deny", by: "terminal" });
+  assertEquals(await ask.ask(child("/later"), never()), { kind: "deny", by: "terminal" });
   assertEquals(host.bar, null);
+  // The notice also went to the output (above the program's lines), once.
+  assertEquals((await host.screen()).filter((l) => l.startsWith("hallpass: [D] denied")).length, 1);
+});
+
+Deno.test("[D] on the command hallpass started (an interactive shell) denies what is queued, never what comes later", async () => {
+  const host = new FakeHost();
+  const ask = new TerminalAsk(host, { forMs: 1000, armDelayMs: 0 });
+  const shell = (target: string) => ({ ...question(Deno.pid, target), chain: ["bash"] });
+  const a = ask.ask(shell("/a"), never());
+  const b = ask.ask(shell("/b"), never());
+  await host.screen();
+  host.key("D");
+  assertEquals([(await a).kind, (await b).kind], ["deny", "deny"]);
+  const later = ask.ask(shell("/later"), never());
+  const s = await host.screen();
+  assert(s.some((l) => l.includes("its later questions will be asked")), s.join("\n"));
+  assertEquals(s[host.rows - 5], `hallpass: node (pid ${Deno.pid}) wants to write`);
+  host.key("o");
+  assertEquals((await later).kind, "once");
+});
+
+Deno.test("Ctrl-C on the bar denies and passes Ctrl-C on to the program; a burst never allows", async () => {
+  const host = new FakeHost();
+  const ask = new TerminalAsk(host, { forMs: 1000, armDelayMs: 0 });
+  const p = ask.ask(question(1, "/x"), never());
+  await host.screen();
+  host.key("oo"); // two keys in one read: not a person
+  host.key("\x1b[Ma!!"); // a mouse wheel-down report
+  host.key("\x1bP>|tmux 3.3a\x1b\\"); // XTVERSION's reply
+  host.key("\x1b[200~a\x1b[201~"); // a paste
+  assertEquals(ask.pending, 1);
+  host.key("\x03");
+  assertEquals(await p, { kind: "deny", by: "terminal" });
+  assertEquals(host.sent, ["\x03"]);
 });
 
 Deno.test("--ask-timeout denies an unanswered question", async () => {

@@ -21,6 +21,7 @@
 import type { Answer, Question } from "../types.ts";
 import { formatDuration } from "../duration.ts";
 import { displayWidth, truncateEnd, truncateMiddle, visible } from "./sanitize.ts";
+import { KeyReader } from "./key_reader.ts";
 
 /** What the bar shows. */
 export interface BarState {
@@ -34,6 +35,10 @@ export interface BarState {
   scopeIndex: number;
   /** Duration of the `[t]` answer. */
   forMs: number;
+  /** `[?]` pressed: the help line is shown. */
+  help?: boolean;
+  /** A line shown above the question (what an earlier `[D]` did). */
+  notice?: string;
 }
 
 /** Index of the suggested scope in `q.scopes` (0 when it is not among them). */
@@ -48,6 +53,9 @@ export function currentScope(state: BarState): string {
   return scopes[state.scopeIndex] ?? suggestedScope;
 }
 
+/** The scope line's label: the scope is what `[t]`, `[a]` and `[n]` cover (`[o]` and `[d]` are this call only). */
+export const SCOPE_LABEL = "[t] [a] [n] apply to: ";
+
 const VERB: Record<Question["op"], string> = { write: "write", exec: "run", connect: "connect to" };
 
 /**
@@ -58,6 +66,7 @@ export function layout(state: BarState, cols: number): string[] {
   const q = state.question;
   const w = Math.max(cols, 1);
   const lines: string[] = [];
+  if (state.notice) lines.push(truncateEnd(state.notice, w));
   if (q.warning) lines.push(truncateEnd(`warning: ${visible(q.warning)}`, w));
   if (q.reason !== undefined) {
     lines.push(truncateEnd(`reason (the program's words): "${visible(q.reason)}"`, w));
@@ -75,11 +84,21 @@ export function layout(state: BarState, cols: number): string[] {
   // name for the program (exe) is shown above.
   const by = q.exe !== undefined ? "by (their words)" : "by";
   lines.push(truncateEnd(`${by}: ${q.chain.map(visible).join(" ← ")}`, w));
-  const prefix = "[t] and [a] allow: ";
-  lines.push(prefix + truncateMiddle(visible(currentScope(state)), Math.max(w - displayWidth(prefix), 1)));
-  let keys = `[o] allow once  [t] for ${formatDuration(state.forMs)}  [a] always  [d] deny  [n] never`;
-  if ((state.sameProcessQueued ?? 0) > 0) keys += `  [D] deny all from pid ${q.pid}`;
-  lines.push(truncateEnd(keys, w));
+  lines.push(
+    SCOPE_LABEL + truncateMiddle(visible(currentScope(state)), Math.max(w - displayWidth(SCOPE_LABEL), 1)),
+  );
+  if (state.help) {
+    lines.push(truncateEnd(
+      "←/→ wider/narrower scope  [D] deny all queued from this pid  Ctrl-C deny + interrupt  Ctrl-Z deny + suspend",
+      w,
+    ));
+  }
+  const allow = `[o] allow once  [t] for ${formatDuration(state.forMs)}  [a] always`;
+  let refuse = `[d] deny  [n] never  [?] ${state.help ? "hide help" : "help"}`;
+  if ((state.sameProcessQueued ?? 0) > 0) refuse += `  [D] deny all from pid ${q.pid}`;
+  // Below 60 columns the keys take two lines instead of being cut.
+  if (w < 60) lines.push(truncateEnd(allow, w), truncateEnd(refuse, w));
+  else lines.push(truncateEnd(`${allow}  ${refuse}`, w));
   return lines.map((l) => truncateEnd(l, w));
 }
 
@@ -100,6 +119,8 @@ export interface KeyResult {
   state: BarState;
   answer?: Answer;
   denyAllFromPid?: boolean;
+  /** Bytes for the program after the answer: Ctrl-C, Ctrl-Z and Ctrl-\ still do what they do without hallpass. */
+  passThrough?: string;
   redraw: boolean;
 }
 
@@ -107,8 +128,9 @@ const WIDEN = new Set(["\x1b[D", "\x1b[A", "\x1bOD", "\x1bOA"]);
 const NARROW = new Set(["\x1b[C", "\x1b[B", "\x1bOC", "\x1bOB"]);
 
 /**
- * Handles one key (as split by {@linkcode splitKeys}). Never draws. Ctrl-C counts as `[d]`: a person who presses
- * it wants the operation stopped, and an unanswered pause would only hold the program longer.
+ * Handles one key (as split by {@linkcode splitKeys}). Never draws. Ctrl-C, Ctrl-Z and Ctrl-\ count as `[d]` and
+ * then go to the program (`passThrough`): the person wants the operation stopped *and* the program interrupted,
+ * suspended or quit, as without hallpass (a runaway loop must be stoppable from the bar).
  */
 export function handleKey(state: BarState, key: string): KeyResult {
   const scope = currentScope(state);
@@ -124,8 +146,13 @@ export function handleKey(state: BarState, key: string): KeyResult {
     case "A":
       return { state, answer: { kind: "always", scope, by }, redraw: false };
     case "d":
-    case "\x03":
       return { state, answer: { kind: "deny", by }, redraw: false };
+    case "\x03":
+    case "\x1a":
+    case "\x1c":
+      return { state, answer: { kind: "deny", by }, passThrough: key, redraw: false };
+    case "?":
+      return { state: { ...state, help: !state.help }, redraw: true };
     case "n":
     case "N":
       return { state, answer: { kind: "never", scope, by }, redraw: false };
@@ -143,23 +170,26 @@ export function handleKey(state: BarState, key: string): KeyResult {
 }
 
 /**
- * Splits a chunk read from the terminal into keys: CSI and SS3 sequences whole (`\x1b[1;5D`, `\x1bOA`), every
- * other character alone. A lone ESC at the end is a key of its own.
+ * The keys in a chunk read from the terminal (see key_reader.ts): CSI and SS3 key sequences whole (`\x1b[1;5D`,
+ * `\x1bOA`), every other character alone; terminal replies, mouse and focus reports and pasted text are not keys.
+ * An escape sequence cut off at the end is not a key either (a lone Esc is nothing on the bar).
  */
 export function splitKeys(chunk: string): string[] {
-  const keys: string[] = [];
-  // deno-lint-ignore no-control-regex
-  const re = /\x1b\[[0-?]*[ -/]*[@-~]|\x1bO[@-~]|\x1b[^[O]|[\s\S]/yu;
-  let m: RegExpExecArray | null;
-  re.lastIndex = 0;
-  while (re.lastIndex < chunk.length && (m = re.exec(chunk)) !== null) keys.push(m[0]);
-  return keys;
+  const tokens = new KeyReader().feed(new TextEncoder().encode(chunk));
+  return tokens.flatMap((t) => t.kind === "key" ? [t.key] : []);
 }
 
-/** How the bar looks: reverse video, or white on blue. */
-export type BarStyle = "reverse" | "color";
+/**
+ * How the bar looks: reverse video, white on blue, or (`forced`, when the program changed the terminal's colours)
+ * black on light grey in explicit RGB, which no palette change affects.
+ */
+export type BarStyle = "reverse" | "color" | "forced";
 
-const STYLE_SGR: Record<BarStyle, string> = { reverse: "\x1b[0;7m", color: "\x1b[0;97;44m" };
+const STYLE_SGR: Record<BarStyle, string> = {
+  reverse: "\x1b[0;7m",
+  color: "\x1b[0;97;44m",
+  forced: "\x1b[0;38;2;0;0;0;48;2;230;230;230m",
+};
 
 /** Sequences put inside the save/restore pair, e.g. to select ASCII and leave insert mode (see screen.ts). */
 export interface RenderGuard {

@@ -23,6 +23,7 @@ import xterm from "@xterm/headless";
 import type { BarStyle, RenderGuard } from "./prompt_bar.ts";
 import { render } from "./prompt_bar.ts";
 import { findSkip } from "./mirror_skip.ts";
+import type { OutputFilter } from "./output_filter.ts";
 
 type Terminal = InstanceType<typeof xterm.Terminal>;
 
@@ -254,6 +255,25 @@ export class ScreenMirror {
     return s;
   }
 
+  /**
+   * The sequence that turns the terminal's reports back on as the program had them: mouse tracking and its SGR
+   * encodings, focus reporting, bracketed paste (see {@linkcode BAR_INPUT_MODES}, which turns them off/on).
+   */
+  inputModes(): string {
+    const core = this.#core;
+    const mouse = core.coreMouseService;
+    const modes = core.coreService?.decPrivateModes ?? {};
+    let out = "";
+    const proto: Record<string, string> = { X10: "9", VT200: "1000", DRAG: "1002", ANY: "1003" };
+    const p = proto[mouse?.activeProtocol ?? "NONE"];
+    if (p) out += `\x1b[?${p}h`;
+    if (mouse?.activeEncoding === "SGR") out += "\x1b[?1006h";
+    if (mouse?.activeEncoding === "SGR_PIXELS") out += "\x1b[?1016h";
+    if (modes.sendFocus) out += "\x1b[?1004h";
+    if (!modes.bracketedPasteMode) out += "\x1b[?2004l";
+    return out;
+  }
+
   resize(cols: number, rows: number): void {
     if (cols > 0 && rows > 0 && (cols !== this.cols || rows !== this.rows)) this.term.resize(cols, rows);
   }
@@ -371,6 +391,14 @@ export class ScreenMirror {
   }
 }
 
+/**
+ * Sent when the bar opens: every mouse mode and encoding and focus reporting off (the terminal must not send
+ * reports while the person answers: a wheel-down is `ESC [ M a …`), bracketed paste on (a paste is then marked,
+ * and is never an answer). {@linkcode ScreenMirror.inputModes} puts them back.
+ */
+export const BAR_INPUT_MODES = "\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?9l\x1b[?1005l\x1b[?1006l\x1b[?1015l" +
+  "\x1b[?1016l\x1b[?1004l\x1b[?2004h";
+
 /** Writes to the real terminal, in order; may be async. */
 export type TerminalWrite = (data: Uint8Array | string) => void | Promise<void>;
 
@@ -394,16 +422,42 @@ export class ScreenGate {
   #bytesOut = 0;
   /** Operations queued on #chain and not finished. */
   #busy = 0;
+  readonly #filter: OutputFilter | null;
+  /** A terminal without cursor addressing (TERM=dumb): the question is asked on plain lines; no model. */
+  readonly plain: boolean;
+  /** Plain mode: the last byte written ends a line. */
+  #atLineStart = true;
+  /** Plain mode: the lines last printed (a redraw prints again only when they change). */
+  #printed = "";
 
   constructor(
     mirror: ScreenMirror,
     write: TerminalWrite,
-    opts: { maxBuffer?: number; style?: BarStyle } = {},
+    opts: { maxBuffer?: number; style?: BarStyle; filter?: OutputFilter; plain?: boolean } = {},
   ) {
     this.mirror = mirror;
     this.#write = write;
     this.#maxBuffer = opts.maxBuffer ?? DEFAULT_MAX_BUFFER;
     this.#style = opts.style ?? "reverse";
+    this.#filter = opts.filter ?? null;
+    this.plain = opts.plain ?? false;
+  }
+
+  /** The program's bytes as they may reach the terminal (output_filter.ts); the model is fed the same. */
+  #pass(chunk: Uint8Array): Uint8Array {
+    const out = this.#filter ? this.#filter.filter(chunk) : chunk;
+    if (out.length > 0) {
+      if (this.plain) this.#atLineStart = out[out.length - 1] === 0x0a;
+      else this.mirror.feed(out);
+    }
+    return out;
+  }
+
+  /** What the output filter still holds (at the end of the session): written out. */
+  flushFilter(): Promise<void> {
+    const rest = this.#filter?.flush();
+    if (rest && rest.length) this.output(rest, false);
+    return this.#chain;
   }
 
   get barUp(): boolean {
@@ -433,13 +487,13 @@ export class ScreenGate {
   outputNow(chunk: Uint8Array, writeSync: (b: Uint8Array) => void): boolean {
     if (this.#barLines !== null || this.#busy > 0) return false;
     this.#bytesOut += chunk.length;
-    this.mirror.feed(chunk);
-    writeSync(chunk);
+    const out = this.#pass(chunk);
+    if (out.length) writeSync(out);
     return true;
   }
 
-  /** The program's output. Never dropped. */
-  output(chunk: Uint8Array): void {
+  /** The program's output. Never dropped (but filtered: output_filter.ts). */
+  output(chunk: Uint8Array, filter = true): void {
     if (chunk.length === 0) return;
     this.#bytesOut += chunk.length;
     if (this.#barLines !== null) {
@@ -448,8 +502,9 @@ export class ScreenGate {
       return;
     }
     this.#enqueue(async () => {
-      this.mirror.feed(chunk);
-      await this.#write(chunk);
+      const out = filter ? this.#pass(chunk) : chunk;
+      if (!filter && !this.plain) this.mirror.feed(out);
+      if (out.length) await this.#write(out);
     });
   }
 
@@ -470,6 +525,7 @@ export class ScreenGate {
     const previous = this.#coveredRows;
     this.#barLines = lines;
     if (!wasUp) this.#coveredRows = 0;
+    if (this.plain) return this.#enqueue(() => this.#printPlain(lines, wasUp));
     return this.#enqueue(async () => {
       await this.mirror.settled();
       const rows = this.mirror.rows;
@@ -481,9 +537,26 @@ export class ScreenGate {
       // A shorter bar than before: give the freed rows back first.
       if (wasUp && height < previous) out += this.mirror.repaint(rows - previous, rows - height);
       this.#coveredRows = Math.max(this.#coveredRows, height);
-      out += render(lines, rows, this.mirror.cols, this.#style, this.mirror.guard());
+      if (!wasUp) out += BAR_INPUT_MODES + (this.#filter?.paletteReset() ?? "");
+      out += render(lines, rows, this.mirror.cols, this.#barStyle(), this.mirror.guard());
       await this.#write(out);
     });
+  }
+
+  /** The program changed the colours: the bar's own are forced (explicit RGB), not the terminal's reverse. */
+  #barStyle(): BarStyle {
+    return this.#filter?.paletteChanged ? "forced" : this.#style;
+  }
+
+  /** Plain mode: the question as lines of text, after the output, and a prompt; again only when it changed. */
+  async #printPlain(lines: string[], wasUp: boolean): Promise<void> {
+    const text = lines.join("\r\n");
+    const key = lines.slice(1).join("\n");
+    if (wasUp && key === this.#printed) return;
+    this.#printed = key;
+    const lead = this.#atLineStart ? "" : "\r\n";
+    this.#atLineStart = false;
+    await this.#write(`${lead}${text}\r\nhallpass: your answer? `);
   }
 
   /** Closes the bar: repaints what it covered, then writes what was held back. */
@@ -498,12 +571,21 @@ export class ScreenGate {
     const covered = this.#coveredRows;
     this.#coveredRows = 0;
     const p = this.#enqueue(async () => {
-      await this.mirror.settled();
-      const rows = this.mirror.rows;
-      await this.#write(this.mirror.repaint(full ? 0 : Math.max(rows - covered, 0), rows));
+      if (this.plain) {
+        this.#printed = "";
+        await this.#write("\r\n");
+        this.#atLineStart = true;
+      } else {
+        await this.mirror.settled();
+        const rows = this.mirror.rows;
+        await this.#write(
+          this.mirror.repaint(full ? 0 : Math.max(rows - covered, 0), rows) + this.mirror.inputModes() +
+            (this.#filter?.extraMouseModes() ?? "") + (this.#filter?.palette() ?? ""),
+        );
+      }
       for (const chunk of held) {
-        this.mirror.feed(chunk);
-        await this.#write(chunk);
+        const out = this.#pass(chunk);
+        if (out.length) await this.#write(out);
       }
     });
     const waiters = this.#resumeWaiters;
@@ -518,6 +600,7 @@ export class ScreenGate {
    */
   resize(cols: number, rows: number, lines?: string[]): Promise<void> {
     if (lines && this.#barLines !== null) this.#barLines = lines;
+    if (this.plain) return this.#chain;
     return this.#enqueue(async () => {
       await this.mirror.settled();
       this.mirror.resize(cols, rows);
@@ -526,7 +609,7 @@ export class ScreenGate {
       const lines = this.#barLines;
       this.#coveredRows = Math.min(lines.length, rows);
       await this.#write(
-        this.mirror.repaint(0, rows) + render(lines, rows, cols, this.#style, this.mirror.guard()),
+        this.mirror.repaint(0, rows) + render(lines, rows, cols, this.#barStyle(), this.mirror.guard()),
       );
     });
   }

@@ -41,7 +41,10 @@ import {
   type WinSize,
   writeAll,
 } from "../../ffi/pty.ts";
-import { type BarStyle, handleKey, initialScopeIndex, layout, splitKeys } from "./prompt_bar.ts";
+import { type BarStyle, handleKey, initialScopeIndex, layout } from "./prompt_bar.ts";
+import { KeyReader } from "./key_reader.ts";
+import { visible } from "./sanitize.ts";
+import { OutputFilter } from "./output_filter.ts";
 import { type BarState } from "./prompt_bar.ts";
 import { MIRROR_SCROLLBACK, ScreenGate, ScreenMirror, type TerminalWrite } from "./screen.ts";
 import { ProcessHooks } from "./process_hooks.ts";
@@ -51,13 +54,24 @@ export interface BarHost {
   readonly gate: ScreenGate;
   /** The real terminal's size. */
   size(): WinSize;
-  /** While set, keys from the real terminal go to `bar.onKey` instead of the program; `layout` redraws on resize. */
+  /** While set, keys from the real terminal go to `bar.onKeys` instead of the program; `layout` redraws on resize. */
   setBar(bar: BarController | null): void;
+  /** Bytes for the program as if typed (Ctrl-C on the bar: the pty's line discipline makes it SIGINT). */
+  sendToProgram(bytes: Uint8Array): void;
 }
 
 export interface BarController {
-  onKey(text: string): void;
+  /**
+   * The keys of one read from the terminal (key_reader.ts), in order. `alone`: that read held exactly one key
+   * and nothing else; only such a read may allow (a burst is a paste, a reply or a machine, not a person).
+   */
+  onKeys(keys: string[], alone: boolean): void;
   layout(cols: number): string[];
+}
+
+/** True when the terminal cannot address the cursor (TERM unset, empty or `dumb`): questions on plain lines. */
+export function dumbTerminal(term = Deno.env.get("TERM")): boolean {
+  return !term || term === "dumb";
 }
 
 const SIGNALS = { SIGHUP: 1, SIGINT: 2, SIGTERM: 15 } as const;
@@ -73,6 +87,10 @@ export interface PtySessionOptions {
    * 128+N. The supervisor should pass a handler that forwards the signal / kills the sandbox, then exits.
    */
   onSignal?: (signal: ExitSignal) => void;
+  /** The terminal's title while the command runs (put back after); none when unset. */
+  title?: string;
+  /** Ask on plain lines (no cursor addressing). Default: {@linkcode dumbTerminal}. */
+  plain?: boolean;
 }
 
 function writeAllSync(bytes: Uint8Array): void {
@@ -108,10 +126,11 @@ export class PtySession implements BarHost {
   #inputDone: Promise<void> = Promise.resolve();
   readonly #hooks = new ProcessHooks();
   readonly #opts: PtySessionOptions;
-  readonly #decoder = new TextDecoder();
   /** Resolves once the real terminal reported where its cursor is (or did not in time). */
   #cursorKnown: Promise<void> = Promise.resolve();
   #cprWanted: ((pos: { row: number; col: number } | null) => void) | null = null;
+  readonly #keys = new KeyReader();
+  #titleSet = false;
 
   private constructor(
     master: number,
@@ -132,8 +151,14 @@ export class PtySession implements BarHost {
       {
         maxBuffer: opts.maxBuffer,
         style: opts.style,
+        filter: new OutputFilter(),
+        plain: opts.plain ?? dumbTerminal(),
       },
     );
+  }
+
+  sendToProgram(bytes: Uint8Array): void {
+    writeAll(this.#master, bytes).catch(() => {});
   }
 
   /** Opens a pty whose size is the real terminal's (80×24 when that is unknown). */
@@ -186,7 +211,16 @@ export class PtySession implements BarHost {
       setTermios(0, makeRaw(this.#saved));
     }
     this.#hooks.onFatal(() => this.restore());
-    if (isatty(0) && isatty(1)) this.#askCursor();
+    if (isatty(0) && isatty(1) && !this.gate.plain) this.#askCursor();
+    if (this.#opts.title !== undefined && isatty(1) && !this.gate.plain) {
+      // Save the title (XTWINOPS 22), set ours; restore() pops it (23). A terminal without a title stack keeps
+      // ours: the title says "hallpass" until the next program sets one (shells with a title in PS1 do).
+      const title = [...this.#opts.title].filter((c) => c >= " " && c !== "\x7f").join("").slice(0, 200);
+      this.#titleSet = true;
+      try {
+        writeAllSync(new TextEncoder().encode(`\x1b[22;0t\x1b]2;${title}\x1b\\`));
+      } catch { /* not ours to fix */ }
+    }
     this.#hooks.onSignal("SIGWINCH", () => this.#resized());
     for (const sig of Object.keys(SIGNALS) as ExitSignal[]) {
       this.#hooks.onSignal(sig, () => {
@@ -297,8 +331,21 @@ export class PtySession implements BarHost {
       const chunk = this.#takeCpr(read);
       if (chunk.length === 0) continue;
       const bar = this.#bar;
-      if (bar) bar.onKey(this.#decoder.decode(chunk, { stream: true }));
-      else if (!(await writeAll(this.#master, chunk, signal))) return;
+      if (bar) {
+        // Keys for the bar; terminal replies for the program (it asked: its query was written before the bar
+        // opened); mouse/focus reports and pastes for nobody.
+        const tokens = this.#keys.feed(chunk);
+        const keys: string[] = [];
+        for (const t of tokens) {
+          if (t.kind === "key") keys.push(t.key);
+          else if (t.kind === "reply") await writeAll(this.#master, t.bytes, signal);
+        }
+        bar.onKeys(keys, tokens.length === 1 && keys.length === 1);
+      } else {
+        const held = this.#keys.take(); // the start of a sequence read while the bar was up
+        if (held.length && !(await writeAll(this.#master, held, signal))) return;
+        if (!(await writeAll(this.#master, chunk, signal))) return;
+      }
     }
   }
 
@@ -321,6 +368,7 @@ export class PtySession implements BarHost {
     this.#stop.abort();
     this.#bar = null;
     await this.gate.closeBar(); // also wakes a pump paused by back-pressure
+    await this.gate.flushFilter();
     await Promise.allSettled([this.#outputDone, this.#inputDone]);
     await this.gate.flushed();
     this.restore();
@@ -352,6 +400,12 @@ export class PtySession implements BarHost {
     if (this.#restored) return;
     this.#restored = true;
     this.#stop.abort();
+    if (this.#titleSet) {
+      this.#titleSet = false;
+      try {
+        writeAllSync(new TextEncoder().encode("\x1b[23;0t"));
+      } catch { /* the terminal is gone */ }
+    }
     if (this.#saved) {
       try {
         setTermios(0, this.#saved);
@@ -372,6 +426,16 @@ export interface TerminalAskOptions {
   maxPending?: number;
   /** Keys arriving sooner than this after a question appears are ignored. Default 300 ms. */
   armDelayMs?: number;
+}
+
+/** The start time of process `pid` (field 22 of /proc/PID/stat), or undefined when it is gone. */
+function startTime(pid: number): string | undefined {
+  try {
+    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+  } catch {
+    return undefined;
+  }
 }
 
 interface Waiter {
@@ -400,8 +464,13 @@ export class TerminalAsk implements AskBackend {
   #state: BarState | null = null;
   #shownAt = 0;
   #closed = false;
-  /** Pids the person denied everything from with `[D]`: their later questions are denied without asking. */
-  readonly #deniedPids = new Set<number>();
+  /**
+   * Pids the person denied everything from with `[D]`, with the process's start time: their later questions are
+   * denied without asking until that process exits (a later process with the same pid is asked).
+   */
+  readonly #deniedPids = new Map<number, string>();
+  /** What the last `[D]` did, shown on the bars that follow until the bar closes. */
+  #notice: string | undefined;
 
   constructor(host: BarHost, opts: TerminalAskOptions) {
     this.#host = host;
@@ -416,7 +485,11 @@ export class TerminalAsk implements AskBackend {
   ask(q: Question, signal: AbortSignal): Promise<Answer> {
     if (this.#closed) return Promise.resolve({ kind: "deny", by: "terminal-closed" });
     if (signal.aborted) return Promise.resolve({ kind: "deny", by: "withdrawn" });
-    if (this.#deniedPids.has(q.pid)) return Promise.resolve({ kind: "deny", by: "terminal" });
+    const since = this.#deniedPids.get(q.pid);
+    if (since !== undefined) {
+      if (startTime(q.pid) === since) return Promise.resolve({ kind: "deny", by: "terminal" });
+      this.#deniedPids.delete(q.pid);
+    }
     const key = JSON.stringify([q.pid, q.op, q.target]);
     let entry = this.#queue.find((e) => e.key === key);
     if (!entry) {
@@ -481,6 +554,7 @@ export class TerminalAsk implements AskBackend {
     if (!head) {
       if (this.#state) {
         this.#state = null;
+        this.#notice = undefined;
         this.#host.setBar(null);
         this.#host.gate.closeBar();
       }
@@ -495,8 +569,12 @@ export class TerminalAsk implements AskBackend {
         forMs: q.requestedForMs ?? this.#opts.forMs,
       };
       this.#shownAt = performance.now();
-      this.#host.setBar({ onKey: (t) => this.#onKey(t), layout: (cols) => this.#layout(cols) });
+      this.#host.setBar({
+        onKeys: (k, alone) => this.#onKeys(k, alone),
+        layout: (cols) => this.#layout(cols),
+      });
     }
+    this.#state.notice = this.#notice;
     this.#state.queued = this.#queue.length - 1;
     this.#state.sameProcessQueued = this.#queue.filter((e) => e !== head && e.question.pid === q.pid).length;
     this.#draw();
@@ -511,28 +589,45 @@ export class TerminalAsk implements AskBackend {
     this.#host.gate.showBar(layout(this.#state, this.#host.size().cols));
   }
 
-  #onKey(text: string): void {
-    for (const key of splitKeys(text)) {
+  #onKeys(keys: string[], alone: boolean): void {
+    for (const key of keys) {
       const state = this.#state;
       const head = this.#queue[0];
       if (!state || !head || head.question !== state.question) return;
       if (performance.now() - this.#shownAt < this.#opts.armDelayMs) continue;
       const r = handleKey(state, key);
+      // Only a read that held this one key may allow (or save a rule): a burst is not a person at the keys.
+      if (r.answer && !alone && r.answer.kind !== "deny") continue;
       if (r.answer) {
-        if (r.denyAllFromPid) {
-          const pid = state.question.pid;
-          // For the rest of the session: a loop that asks again after each answer must not hold the person.
-          // (A pid reused by a later process is denied too: the safe direction.)
-          this.#deniedPids.add(pid);
-          for (const e of this.#queue.filter((x) => x.question.pid === pid)) this.#settle(e, r.answer, false);
-        } else {
-          this.#settle(head, r.answer, false);
-        }
+        if (r.denyAllFromPid) this.#denyAll(state.question);
+        else this.#settle(head, r.answer, false);
         this.#update();
+        if (r.passThrough) this.#host.sendToProgram(new TextEncoder().encode(r.passThrough));
       } else if (r.redraw) {
         this.#state = r.state;
         this.#draw();
       }
     }
+  }
+
+  /**
+   * `[D]`: denies every pending question of the process, and its later ones without asking until it exits —
+   * except for the command hallpass started itself (an interactive shell: its later questions must not be denied
+   * silently for the rest of the session), whose later questions are asked. Says so on the next bars and in the
+   * output.
+   */
+  #denyAll(q: Question): void {
+    const pending = this.#queue.filter((x) => x.question.pid === q.pid);
+    for (const e of pending) this.#settle(e, { kind: "deny", by: "terminal" }, false);
+    const top = q.chain.length <= 1;
+    const since = top ? undefined : startTime(q.pid);
+    if (since !== undefined) this.#deniedPids.set(q.pid, since);
+    const who = `${visible(q.name)} (pid ${q.pid})`;
+    const n = pending.length;
+    this.#notice = `hallpass: [D] denied ${n} question${n === 1 ? "" : "s"} of ${who}; ` +
+      (since !== undefined
+        ? "it is denied without asking until it exits"
+        : "its later questions will be asked (it is the command hallpass started)");
+    this.#host.gate.output(new TextEncoder().encode(this.#notice + "\r\n"), false);
   }
 }

@@ -72,14 +72,14 @@ test(
       assertEquals(lines[1], "hallpass: npm (pid 4242) wants to write");
       assertEquals(lines[2], "/home/app/.npm/_cacache/tmp/x");
       assertEquals(lines[3], "by: npm install ← sh -c npm install");
-      assertEquals(lines[4], "[t] and [a] allow: /home/app/.npm/_cacache/**");
-      assertEquals(lines[5], "[o] allow once  [t] for 5m0s  [a] always  [d] deny  [n] never");
+      assertEquals(lines[4], "[t] [a] [n] apply to: /home/app/.npm/_cacache/**");
+      assertEquals(lines[5], "[o] allow once  [t] for 5m0s  [a] always  [d] deny  [n] never  [?] help");
       // The same look as the workstation bar: reverse video.
       // The same look as the workstation bar: reverse video from the pod line to the keys (tmux writes an
       // attribute only where it changes).
       const esc = await t.screenEsc();
       const from = esc.indexOf("\x1b[7mpod: shop/web-7d9f builder");
-      const to = esc.indexOf("[d] deny  [n] never");
+      const to = esc.indexOf("[d] deny  [n] never  [?] help");
       assert(from >= 0 && to > from && !esc.slice(from + 4, to).includes("\x1b["), JSON.stringify(esc));
       await t.keys("o");
       assertEquals(await asked, { kind: "once", by: "answer:carol" } satisfies Answer);

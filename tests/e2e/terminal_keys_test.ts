@@ -29,8 +29,8 @@ test(
         assert(/^hallpass: sh \(pid \d+\) wants to write$/.test(bar[0]), bar[0]);
         assertEquals(bar[1], `${t.dir}/outside/f`);
         assert(bar[2].startsWith("by: sh -c echo one"), bar[2]);
-        assert(bar[3].startsWith("[t] and [a] allow: "), bar[3]);
-        assertEquals(bar[4], "[o] allow once  [t] for 5m0s  [a] always  [d] deny  [n] never");
+        assert(bar[3].startsWith("[t] [a] [n] apply to: "), bar[3]);
+        assertEquals(bar[4], "[o] allow once  [t] for 5m0s  [a] always  [d] deny  [n] never  [?] help");
         await t.keys("o");
         await until(
           async () => await Deno.readTextFile(`${t.dir}/outside/f`).catch(() => "") === "one\n",

@@ -237,7 +237,7 @@ export class Tmux {
 
   /** The scope line's scope. */
   static scope(screen: string): string | undefined {
-    return /\[t\] and \[a\] allow: (.*)$/m.exec(screen)?.[1].trimEnd();
+    return /(?:\[t\] and \[a\] allow|\[t\] \[a\] \[n\] apply to): (.*)$/m.exec(screen)?.[1].trimEnd();
   }
 
   /** Waits for the script to end; returns its exit status (of its last command before `echo $?`). */
