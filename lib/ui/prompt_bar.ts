@@ -53,6 +53,28 @@ export function currentScope(state: BarState): string {
   return scopes[state.scopeIndex] ?? suggestedScope;
 }
 
+/** What `[?]` shows: the keys the bar line has no room for. */
+const HELP_ITEMS = [
+  "←/→ wider/narrower scope",
+  "[D] deny all queued from this pid",
+  "Ctrl-C deny + interrupt",
+  "Ctrl-Z deny + suspend",
+];
+
+/** `items` joined by two spaces into as few lines of at most `w` cells as they fit in (an item never split). */
+function pack(items: string[], w: number): string[] {
+  const out: string[] = [];
+  let line = "";
+  for (const it of items) {
+    if (line && displayWidth(line) + 2 + displayWidth(it) > w) {
+      out.push(truncateEnd(line, w));
+      line = it;
+    } else line = line ? `${line}  ${it}` : it;
+  }
+  if (line) out.push(truncateEnd(line, w));
+  return out;
+}
+
 /** The scope line's label: the scope is what `[t]`, `[a]` and `[n]` cover (`[o]` and `[d]` are this call only). */
 export const SCOPE_LABEL = "[t] [a] [n] apply to: ";
 
@@ -87,12 +109,7 @@ export function layout(state: BarState, cols: number): string[] {
   lines.push(
     SCOPE_LABEL + truncateMiddle(visible(currentScope(state)), Math.max(w - displayWidth(SCOPE_LABEL), 1)),
   );
-  if (state.help) {
-    lines.push(truncateEnd(
-      "←/→ wider/narrower scope  [D] deny all queued from this pid  Ctrl-C deny + interrupt  Ctrl-Z deny + suspend",
-      w,
-    ));
-  }
+  if (state.help) lines.push(...pack(HELP_ITEMS, w));
   const allow = `[o] allow once  [t] for ${formatDuration(state.forMs)}  [a] always`;
   let refuse = `[d] deny  [n] never  [?] ${state.help ? "hide help" : "help"}`;
   if ((state.sameProcessQueued ?? 0) > 0) refuse += `  [D] deny all from pid ${q.pid}`;

@@ -215,7 +215,8 @@ export class PtySession implements BarHost {
     if (this.#opts.title !== undefined && isatty(1) && !this.gate.plain) {
       // Save the title (XTWINOPS 22), set ours; restore() pops it (23). A terminal without a title stack keeps
       // ours: the title says "hallpass" until the next program sets one (shells with a title in PS1 do).
-      const title = [...this.#opts.title].filter((c) => c >= " " && c !== "\x7f").join("").slice(0, 200);
+      const title = [...this.#opts.title].filter((c) => c >= " " && !(c >= "\x7f" && c <= "\x9f")).join("")
+        .slice(0, 200);
       this.#titleSet = true;
       try {
         writeAllSync(new TextEncoder().encode(`\x1b[22;0t\x1b]2;${title}\x1b\\`));
@@ -428,6 +429,8 @@ export interface TerminalAskOptions {
   armDelayMs?: number;
 }
 
+const VERBS: Record<Question["op"], string> = { write: "write", exec: "run", connect: "connect to" };
+
 /** The start time of process `pid` (field 22 of /proc/PID/stat), or undefined when it is gone. */
 function startTime(pid: number): string | undefined {
   try {
@@ -487,7 +490,10 @@ export class TerminalAsk implements AskBackend {
     if (signal.aborted) return Promise.resolve({ kind: "deny", by: "withdrawn" });
     const since = this.#deniedPids.get(q.pid);
     if (since !== undefined) {
-      if (startTime(q.pid) === since) return Promise.resolve({ kind: "deny", by: "terminal" });
+      if (startTime(q.pid) === since) {
+        this.#deniedQuietly(q);
+        return Promise.resolve({ kind: "deny", by: "terminal" });
+      }
       this.#deniedPids.delete(q.pid);
     }
     const key = JSON.stringify([q.pid, q.op, q.target]);
@@ -611,23 +617,47 @@ export class TerminalAsk implements AskBackend {
   }
 
   /**
-   * `[D]`: denies every pending question of the process, and its later ones without asking until it exits —
-   * except for the command hallpass started itself (an interactive shell: its later questions must not be denied
-   * silently for the rest of the session), whose later questions are asked. Says so on the next bars and in the
-   * output.
+   * `[D]`: denies every pending question of the process, and its later ones without asking until it exits (a
+   * runaway loop must not hold the person). Never silently: the notice says how long it lasts (for the command
+   * hallpass started, an interactive shell, that is the rest of the session), and each later denial is a line
+   * in the output ({@linkcode #deniedQuietly}).
    */
   #denyAll(q: Question): void {
     const pending = this.#queue.filter((x) => x.question.pid === q.pid);
     for (const e of pending) this.#settle(e, { kind: "deny", by: "terminal" }, false);
-    const top = q.chain.length <= 1;
-    const since = top ? undefined : startTime(q.pid);
+    const since = startTime(q.pid);
     if (since !== undefined) this.#deniedPids.set(q.pid, since);
     const who = `${visible(q.name)} (pid ${q.pid})`;
     const n = pending.length;
-    this.#notice = `hallpass: [D] denied ${n} question${n === 1 ? "" : "s"} of ${who}; ` +
-      (since !== undefined
-        ? "it is denied without asking until it exits"
-        : "its later questions will be asked (it is the command hallpass started)");
-    this.#host.gate.output(new TextEncoder().encode(this.#notice + "\r\n"), false);
+    const top = q.chain.length <= 1;
+    this.#notice = `hallpass: [D] denied ${n} of ${who}; later ones too, until it exits` +
+      (top ? " (the session)" : "");
+    this.#say(this.#notice);
+  }
+
+  #quiet = { at: -Infinity, more: 0, timer: undefined as ReturnType<typeof setTimeout> | undefined };
+
+  /** A question denied because of `[D]`: one line each, at most two a second (then a count). */
+  #deniedQuietly(q: Question): void {
+    const now = performance.now();
+    const line = `hallpass: denied by [D]: ${visible(q.name)} (pid ${q.pid}) ${VERBS[q.op]} ${
+      visible(q.target)
+    }`;
+    if (now - this.#quiet.at >= 500) {
+      this.#quiet.at = now;
+      this.#say(line);
+      return;
+    }
+    this.#quiet.more++;
+    if (this.#quiet.timer !== undefined) return;
+    this.#quiet.timer = setTimeout(() => {
+      const n = this.#quiet.more;
+      this.#quiet = { at: performance.now(), more: 0, timer: undefined };
+      if (n > 0) this.#say(`hallpass: denied by [D]: ${n} more from pid ${q.pid}`);
+    }, 500);
+  }
+
+  #say(line: string): void {
+    this.#host.gate.output(new TextEncoder().encode(line + "\r\n"), false);
   }
 }

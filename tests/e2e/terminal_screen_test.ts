@@ -159,13 +159,15 @@ test(
         `echo marker-before; hp -- sh -c 'echo x > "$DIR/outside/$(printf "\\033]0;pwned\\007\\033[2J")x"; echo "r=$?"'`,
     });
     try {
-      const title = await t.display("#{pane_title}");
       const s = await t.waitBar();
       assert(s.includes("marker-before"), "the screen was not cleared");
       const bar = Tmux.bar(s);
       assert(bar[1].includes("^[") && bar[1].includes("pwned") && bar[1].includes("[2J"), bar[1]);
       assert(!bar[1].includes("\x1b"), bar[1]);
-      assertEquals(await t.display("#{pane_title}"), title);
+      assert(
+        (await t.display("#{pane_title}")).startsWith("hallpass: sh -c "),
+        "the title says hallpass, not pwned",
+      );
       await t.keys("o");
       const after = await t.waitText(/^r=0$/m);
       assert(
