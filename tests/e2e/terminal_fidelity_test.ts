@@ -127,7 +127,7 @@ Deno.test(
         await t.waitText(/^rc=0$/m);
         const raw = await rawAfterExit(t);
         assert(!raw.includes("\x1b"), JSON.stringify(raw));
-        assert(/before\r\nhallpass: sh \(pid \d+\) wants to write/.test(raw), JSON.stringify(raw));
+        assert(/before\r\nhallpass: \S+ \(pid \d+[^)]*\) wants to write/.test(raw), JSON.stringify(raw));
         assertEquals(await Deno.readTextFile(`${t.dir}/outside/f`), "hi\n");
       },
     );

@@ -231,7 +231,8 @@ export class Tmux {
   /** The bar's lines as shown (the bottom rows from `hallpass: … wants to`). */
   static bar(screen: string): string[] {
     const rows = screen.split("\n");
-    const i = rows.findLastIndex((l) => /^hallpass: .* wants to /.test(l));
+    // The question's first line, also when cut at the terminal's width ("… wants…").
+    const i = rows.findLastIndex((l) => /^hallpass: (?!\[D\]|denied by).*( wants to |…$)/.test(l.trimEnd()));
     return i < 0 ? [] : rows.slice(i).map((l) => l.trimEnd());
   }
 
