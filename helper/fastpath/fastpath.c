@@ -36,6 +36,7 @@
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -837,4 +838,21 @@ int hp_fast_serve(void *p, int listener, int wakefd, void *out, int out_size, in
 		}
 		if (fds[0].revents & (POLLHUP | POLLERR | POLLNVAL)) return 2;
 	}
+}
+
+/*
+ * The supervisor's watchdog (lib/supervisor/host.ts): `sig` gets a handler that does nothing and no
+ * SA_RESTART, so a system call the supervisor Worker is blocked in when the watchdog signals that thread returns
+ * EINTR (where the kernel's wait can be interrupted) instead of holding the loop. 0, or -errno.
+ */
+static void hp_nothing(int sig) {
+	(void)sig;
+}
+
+int hp_interruptible(int sig) {
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = hp_nothing;
+	sigemptyset(&sa.sa_mask);
+	return sigaction(sig, &sa, NULL) == 0 ? 0 : -errno;
 }

@@ -16,6 +16,8 @@ import type { Summary } from "../summary.ts";
 
 /** How long an answer is given again to the same process asking the same thing (see SupervisorHost.#ask). */
 const REUSE_MS = 3000;
+/** How long one notification may hold the supervisor before the watchdog fails it (see #startWatchdog). */
+const WATCHDOG_MS = Number(Deno.env.get("HALLPASS_WATCHDOG_MS")) || 5000;
 
 export interface HostOptions {
   /** Where `always` and `never` answers are saved (SPEC §5), or null not to save them. */
@@ -41,7 +43,8 @@ export class SupervisorHost {
   readonly #wakeByte = new Uint8Array(128);
   #closing = false;
   /** Messages the Worker posted (shared counter) and messages received here. */
-  readonly #posted = new SharedArrayBuffer(8);
+  readonly #posted = new SharedArrayBuffer(24); // see lib/supervisor/worker.ts (state)
+  #watchdog: ReturnType<typeof setInterval> | undefined;
   #received = 0;
   #stopped: (() => void) | null = null;
   /** The Worker said it stopped (or failed): nothing to wait for. */
@@ -147,6 +150,45 @@ export class SupervisorHost {
       this.#o.onFatal(e.message);
     };
     this.#send({ t: "init", config: { ...this.#cfg, wakeFd: this.#wakeR, posted: this.#posted, first } });
+    this.#startWatchdog();
+  }
+
+  /**
+   * No single notification may stall the loop: when the Worker has spent WATCHDOG_MS on one (a file system
+   * that does not answer, anything the sandbox could make it wait on that the non-blocking opens in
+   * lib/supervisor/mediator.ts do not already cover), the call fails (EACCES) from here, and the Worker's
+   * thread is signalled so that an interruptible wait it is in returns (EINTR) and the loop goes on. The
+   * session goes on; the person is told once.
+   */
+  #startWatchdog(): void {
+    const lib = this.#cfg.fastPath;
+    if (!lib || this.#watchdog !== undefined) return;
+    Promise.all([import("../../ffi/watchdog.ts"), import("../../ffi/notify.ts")]).then(([w, { NotifyFd }]) => {
+      if (this.#closing || !w.installWatchdogSignal(lib)) return;
+      const state = new Int32Array(this.#posted);
+      const handling = new BigUint64Array(this.#posted, 16, 1);
+      const nfd = new NotifyFd(this.#cfg.listenerFd);
+      let seq = -1, since = 0, told = false;
+      const timer = setInterval(() => {
+        const busy = Atomics.load(state, 1) === 1, now = Date.now(), s = Atomics.load(state, 3);
+        if (!busy || s !== seq) {
+          seq = s;
+          since = now;
+          return;
+        }
+        if (now - since < WATCHDOG_MS) return;
+        const id = handling[0];
+        if (id !== 0n && nfd.idValid(id)) nfd.fail(id, 13 /* EACCES */);
+        const tid = Atomics.load(state, 2);
+        if (tid > 0) w.interruptThread(tid);
+        if (!told) {
+          told = true;
+          this.#o.warn(`hallpass: a call held the supervisor for ${WATCHDOG_MS / 1000}s: it was failed (EACCES)`);
+        }
+      }, 500);
+      this.#watchdog = timer;
+      Deno.unrefTimer(timer);
+    }).catch(() => {});
   }
 
   #send(m: ToWorker): void {
@@ -254,6 +296,7 @@ export class SupervisorHost {
    */
   async #quiesce(): Promise<Worker | null> {
     this.#closing = true;
+    if (this.#watchdog !== undefined) clearInterval(this.#watchdog);
     for (const ac of this.#aborts.values()) ac.abort();
     await this.#stopHere();
     if (!this.#worker) this.#closePipe();

@@ -12,6 +12,7 @@ import { type Notification, NotifyFd } from "../../ffi/notify.ts";
 import { Mediator } from "./mediator.ts";
 import { FastPath, SERVE } from "../../ffi/fastpath.ts";
 import { ContainerView, setView } from "./view.ts";
+import { gettid } from "../../ffi/watchdog.ts";
 import type { SessionConfig, ToMain, ToWorker } from "./session_config.ts";
 
 const inbox: ToWorker[] = [];
@@ -24,8 +25,13 @@ self.onmessage = (e: MessageEvent<ToWorker>) => {
   received++;
   wake?.();
 };
-/** Shared with the main thread: [0] messages posted, [1] 1 while a notification is being handled. */
+/**
+ * Shared with the main thread: [0] messages posted, [1] 1 while a notification is being handled, [2] this
+ * thread's id, [3] notifications handled; bytes 16..24 the id of the one being handled (for the watchdog in
+ * lib/supervisor/host.ts).
+ */
 let state: Int32Array | null = null;
+let handlingId: BigUint64Array | null = null;
 const post = (m: ToMain) => {
   if (state) Atomics.add(state, 0, 1);
   self.postMessage(m);
@@ -44,9 +50,23 @@ function handle(m: Mediator, n: Notification): void {
     rootPending = false;
     openRoot(n.tid);
   }
+  if (handlingId) handlingId[0] = n.id;
+  Atomics.add(state!, 3, 1);
   Atomics.store(state!, 1, 1);
   try {
     m.handle(n);
+  } finally {
+    Atomics.store(state!, 1, 0);
+  }
+}
+
+/** Work other than a notification that may perform a call (an answer, a retry): watched, with no id to fail. */
+function busyDoing(fn: () => void): void {
+  if (handlingId) handlingId[0] = 0n;
+  Atomics.add(state!, 3, 1);
+  Atomics.store(state!, 1, 1);
+  try {
+    fn();
   } finally {
     Atomics.store(state!, 1, 0);
   }
@@ -63,6 +83,10 @@ async function main(): Promise<void> {
   if (init.t !== "init") throw new Error("supervisor worker: expected init");
   const cfg: SessionConfig = init.config;
   state = new Int32Array(cfg.posted);
+  if (cfg.posted.byteLength >= 24) {
+    handlingId = new BigUint64Array(cfg.posted, 16, 1);
+    Atomics.store(state, 2, gettid());
+  }
   // A container's root: of the process the runtime named, else (crun exec says pid 0) of the first process
   // that traps, which is the runtime's own, already inside the container.
   if (cfg.container) {
@@ -140,7 +164,7 @@ async function main(): Promise<void> {
         for (let i = 0; i < 1000 && received < announced; i++) await new Promise((r) => setTimeout(r, 0));
         while (inbox.length) {
           const msg = inbox.shift()!;
-          if (msg.t === "answer") m.answer(msg.qid, msg.answer);
+          if (msg.t === "answer") busyDoing(() => m.answer(msg.qid, msg.answer));
           else if (msg.t === "stop") stopping = true;
         }
         if (stopping) break;
@@ -159,7 +183,7 @@ async function main(): Promise<void> {
     if (busy) {
       const now = Date.now();
       if (now - lastSweep > 200) {
-        m.retryWaiting();
+        busyDoing(() => m.retryWaiting());
         m.withdrawDead();
         m.net.sweep();
         lastSweep = now;
