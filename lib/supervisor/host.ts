@@ -163,32 +163,36 @@ export class SupervisorHost {
   #startWatchdog(): void {
     const lib = this.#cfg.fastPath;
     if (!lib || this.#watchdog !== undefined) return;
-    Promise.all([import("../../ffi/watchdog.ts"), import("../../ffi/notify.ts")]).then(([w, { NotifyFd }]) => {
-      if (this.#closing || !w.installWatchdogSignal(lib)) return;
-      const state = new Int32Array(this.#posted);
-      const handling = new BigUint64Array(this.#posted, 16, 1);
-      const nfd = new NotifyFd(this.#cfg.listenerFd);
-      let seq = -1, since = 0, told = false;
-      const timer = setInterval(() => {
-        const busy = Atomics.load(state, 1) === 1, now = Date.now(), s = Atomics.load(state, 3);
-        if (!busy || s !== seq) {
-          seq = s;
-          since = now;
-          return;
-        }
-        if (now - since < WATCHDOG_MS) return;
-        const id = handling[0];
-        if (id !== 0n && nfd.idValid(id)) nfd.fail(id, 13 /* EACCES */);
-        const tid = Atomics.load(state, 2);
-        if (tid > 0) w.interruptThread(tid);
-        if (!told) {
-          told = true;
-          this.#o.warn(`hallpass: a call held the supervisor for ${WATCHDOG_MS / 1000}s: it was failed (EACCES)`);
-        }
-      }, 500);
-      this.#watchdog = timer;
-      Deno.unrefTimer(timer);
-    }).catch(() => {});
+    Promise.all([import("../../ffi/watchdog.ts"), import("../../ffi/notify.ts")]).then(
+      ([w, { NotifyFd }]) => {
+        if (this.#closing || !w.installWatchdogSignal(lib)) return;
+        const state = new Int32Array(this.#posted);
+        const handling = new BigUint64Array(this.#posted, 16, 1);
+        const nfd = new NotifyFd(this.#cfg.listenerFd);
+        let seq = -1, since = 0, told = false;
+        const timer = setInterval(() => {
+          const busy = Atomics.load(state, 1) === 1, now = Date.now(), s = Atomics.load(state, 3);
+          if (!busy || s !== seq) {
+            seq = s;
+            since = now;
+            return;
+          }
+          if (now - since < WATCHDOG_MS) return;
+          const id = handling[0];
+          if (id !== 0n && nfd.idValid(id)) nfd.fail(id, 13 /* EACCES */);
+          const tid = Atomics.load(state, 2);
+          if (tid > 0) w.interruptThread(tid);
+          if (!told) {
+            told = true;
+            this.#o.warn(
+              `hallpass: a call held the supervisor for ${WATCHDOG_MS / 1000}s: it was failed (EACCES)`,
+            );
+          }
+        }, 500);
+        this.#watchdog = timer;
+        Deno.unrefTimer(timer);
+      },
+    ).catch(() => {});
   }
 
   #send(m: ToWorker): void {
