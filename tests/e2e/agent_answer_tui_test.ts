@@ -7,7 +7,7 @@ import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/stric
 import type { AnswerService } from "../../lib/agent/answer_service.ts";
 import { podQuestion, startService } from "./answer_fixture.ts";
 import type { Answer } from "../../lib/types.ts";
-import { HALLPASS, q, sleep, Tmux, withPane } from "./tmux.ts";
+import { HALLPASS, q, Tmux, withPane } from "./tmux.ts";
 import { test, tool } from "../helpers/skip.ts";
 
 const ignore = tool("tmux");
