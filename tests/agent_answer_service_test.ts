@@ -464,20 +464,28 @@ Deno.test("answer service: loadTokens reads NAME TOKEN and TOKEN lines, and refu
 Deno.test("hallpass answer: parseAnswerArgs takes --agent and --token-file, else the environment", () => {
   const env = {};
   assertEquals(parseAnswerArgs(["--token-file", "/t"], env), {
-    agent: "http://127.0.0.1:7474",
+    agents: ["http://127.0.0.1:7474"],
     tokenFile: "/t",
+    json: false,
   });
   assertEquals(parseAnswerArgs(["--agent=https://agent.example:8443/", "--token-file=/t"], env), {
-    agent: "https://agent.example:8443",
+    agents: ["https://agent.example:8443"],
     tokenFile: "/t",
+    json: false,
   });
+  assertEquals(
+    parseAnswerArgs(["--agent", "http://a:7474", "--agent", "http://b:7474", "--json", "--token-file=/t"], env),
+    { agents: ["http://a:7474", "http://b:7474"], tokenFile: "/t", json: true },
+  );
   assertEquals(parseAnswerArgs([], { HALLPASS_TOKEN_FILE: "/e", HALLPASS_TOKEN: "x" }), {
-    agent: "http://127.0.0.1:7474",
+    agents: ["http://127.0.0.1:7474"],
     tokenFile: "/e",
+    json: false,
   });
   assertEquals(parseAnswerArgs([], { HALLPASS_TOKEN: " tok " }), {
-    agent: "http://127.0.0.1:7474",
+    agents: ["http://127.0.0.1:7474"],
     token: "tok",
+    json: false,
   });
   assert("help" in parseAnswerArgs(["-h"], env));
   assert("help" in parseAnswerArgs(["--token-file", "/t", "--help"], env));
@@ -488,6 +496,7 @@ Deno.test("hallpass answer: parseAnswerArgs takes --agent and --token-file, else
     [["--agent", "http://u:p@x", "--token-file", "/t"], /no user, query or fragment/],
     [["--agent", "not a url", "--token-file", "/t"], /not a URL/],
     [["--token-file", "/a", "--token-file", "/b"], /given twice/],
+    [["--agent", "http://a:1", "--agent", "http://a:1/", "--token-file", "/t"], /given twice/],
     [["--token-file="], /non-empty/],
     [["--frob"], /unknown argument "--frob"/],
     [["\x1b[2J"], /unknown argument "\^\[\[2J"/],

@@ -20,12 +20,16 @@ import { formatDuration } from "../duration.ts";
 import { getTermios, getWinSize, isatty, makeRaw, readWhenReady, setTermios } from "../../ffi/pty.ts";
 import { DEFAULT_FOR_MS, loadTokens, podLabel } from "./answer_service.ts";
 import { ProcessHooks } from "../ui/process_hooks.ts";
+import { AgentFeed, keyOf, merged, type RemoteQuestion } from "./agent_feed.ts";
+import { parseAnswerLine } from "../ask/answer_line.ts";
 
-/** Options of {@linkcode answerMain}: the agent's URL and the token, given or in a file. */
+/** Options of {@linkcode answerMain}: the agents' URLs, the token (given or in a file), the JSON mode. */
 export interface AnswerOptions {
-  agent: string;
+  agents: string[];
   token?: string;
   tokenFile?: string;
+  /** Questions as JSON lines on stdout, answers as lines on stdin (no terminal). */
+  json?: boolean;
 }
 
 export const DEFAULT_AGENT = "http://127.0.0.1:7474";
@@ -34,12 +38,14 @@ export const ARM_MS = 300;
 const POLL_WAIT_S = 25;
 const RETRY_MS = 2000;
 
-export const ANSWER_HELP = `usage: hallpass answer [--agent URL] [--token-file PATH]
+export const ANSWER_HELP = `usage: hallpass answer [--agent URL]... [--token-file PATH] [--json]
 
-Answers the questions of a hallpass agent (hallpass agent) from this terminal: the oldest pending question is
-shown in a bar at the bottom, with the pod it comes from.
+Answers the questions of hallpass agents (hallpass agent) from this terminal: the oldest pending question of
+all of them is shown in a bar at the bottom, with the pod and the node it comes from.
 
-  --agent URL          the agent's question service (default ${DEFAULT_AGENT})
+  --agent URL          an agent's question service (default ${DEFAULT_AGENT}); repeat it for several nodes
+  --json               no terminal: each question is one JSON line on stdout, each line on stdin answers one:
+                       "ID once", "ID deny", "ID for 10m [SCOPE]", "ID always [SCOPE]", "ID never [SCOPE]"
   --token-file PATH    a file holding your token (default $HALLPASS_TOKEN_FILE, else the token in
                        $HALLPASS_TOKEN)
   -h, --help           this text
@@ -56,11 +62,16 @@ export function parseAnswerArgs(
   argv: string[],
   env: Record<string, string | undefined> = Deno.env.toObject(),
 ): AnswerOptions | { help: string } | { error: string } {
-  let agent: string | undefined;
+  const agents: string[] = [];
   let tokenFile: string | undefined;
+  let json = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === "-h" || arg === "--help") return { help: ANSWER_HELP };
+    if (arg === "--json") {
+      json = true;
+      continue;
+    }
     const m = /^(--agent|--token-file)(?:=(.*))?$/s.exec(arg);
     if (!m) return { error: `unknown argument ${JSON.stringify(visible(arg.slice(0, 60)))} (see --help)` };
     let value = m[2];
@@ -70,19 +81,20 @@ export function parseAnswerArgs(
     }
     if (value === "") return { error: `${m[1]} needs a non-empty value` };
     if (m[1] === "--agent") {
-      if (agent !== undefined) return { error: "--agent given twice" };
-      agent = value;
+      const url = checkAgentUrl(value);
+      if (typeof url !== "string") return url;
+      if (agents.includes(url)) return { error: `--agent ${url} given twice` };
+      agents.push(url);
     } else {
       if (tokenFile !== undefined) return { error: "--token-file given twice" };
       tokenFile = value;
     }
   }
-  const url = checkAgentUrl(agent ?? DEFAULT_AGENT);
-  if (typeof url !== "string") return url;
+  if (agents.length === 0) agents.push(DEFAULT_AGENT);
   tokenFile ??= env.HALLPASS_TOKEN_FILE || undefined;
-  if (tokenFile !== undefined) return { agent: url, tokenFile };
+  if (tokenFile !== undefined) return { agents, tokenFile, json };
   const token = env.HALLPASS_TOKEN?.trim();
-  if (token) return { agent: url, token };
+  if (token) return { agents, token, json };
   return { error: "no token: give --token-file PATH, or set HALLPASS_TOKEN_FILE or HALLPASS_TOKEN" };
 }
 
@@ -127,11 +139,14 @@ export async function answerMain(o: AnswerOptions): Promise<number> {
     console.error(`hallpass answer: ${(e as Error).message}`);
     return 2;
   }
+  if (o.json) return await answerJson(o.agents, token);
   if (!isatty(0) || !isatty(1)) {
-    console.error("hallpass answer: needs a terminal (stdin and stdout); the web page works without one");
+    console.error(
+      "hallpass answer: needs a terminal (stdin and stdout); --json and the web page work without one",
+    );
     return 2;
   }
-  const tui = new AnswerTui(o.agent, token);
+  const tui = new AnswerTui(o.agents, token);
   try {
     return await tui.run();
   } catch (e) {
@@ -141,57 +156,7 @@ export async function answerMain(o: AnswerOptions): Promise<number> {
   }
 }
 
-// ------------------------------------------------------------------ the agent's JSON
-
-/** A question as listed by the agent, as the bar needs it. */
-export interface RemoteQuestion {
-  question: Question;
-  container: ContainerIdentity;
-  expiresAt: number;
-  /** The agent's digest of the question as listed: the answer carries it, and a change re-arms the bar. */
-  digest: string;
-}
-
-const str = (x: unknown): x is string => typeof x === "string";
-const strs = (x: unknown): x is string[] => Array.isArray(x) && x.every(str);
-const num = (x: unknown): x is number => typeof x === "number" && Number.isFinite(x);
-const OPS_SET = new Set<unknown>(["write", "exec", "connect"]);
-
-/** One listed question, checked field by field; null when anything needed is missing or of the wrong type. */
-export function toRemoteQuestion(x: unknown): RemoteQuestion | null {
-  if (typeof x !== "object" || x === null) return null;
-  const o = x as Record<string, unknown>;
-  const c = o.container as Record<string, unknown> | null;
-  if (!num(o.id) || !num(o.pid) || !num(o.expiresAt) || !OPS_SET.has(o.op) || !str(o.digest)) return null;
-  if (!str(o.name) || !str(o.target) || !str(o.syscall) || !strs(o.chain)) return null;
-  if (!str(o.suggestedScope) || !strs(o.scopes)) return null;
-  if (typeof c !== "object" || c === null || ![c.namespace, c.pod, c.container, c.id].every(str)) return null;
-  const container = {
-    namespace: c.namespace,
-    pod: c.pod,
-    container: c.container,
-    id: c.id,
-  } as ContainerIdentity;
-  const question: Question = {
-    id: o.id,
-    op: o.op as Op,
-    pid: o.pid,
-    name: o.name,
-    target: o.target,
-    syscall: o.syscall,
-    chain: o.chain,
-    suggestedScope: o.suggestedScope,
-    scopes: o.scopes,
-    container,
-  };
-  if (strs(o.argv)) question.argv = o.argv;
-  if (str(o.exe)) question.exe = o.exe;
-  if (strs(o.paths)) question.paths = o.paths;
-  if (str(o.reason)) question.reason = o.reason;
-  if (str(o.warning)) question.warning = o.warning;
-  if (num(o.requestedForMs) && o.requestedForMs > 0) question.requestedForMs = o.requestedForMs;
-  return { question, container, expiresAt: o.expiresAt, digest: o.digest };
-}
+export { type RemoteQuestion, toRemoteQuestion } from "./agent_feed.ts";
 
 // ------------------------------------------------------------------ drawing (pure)
 
@@ -199,8 +164,9 @@ export function toRemoteQuestion(x: unknown): RemoteQuestion | null {
 export interface AnswerView {
   /** The question on screen, or null (then `status` is the bottom line). */
   bar: BarState | null;
-  /** Its container and how long until it is denied (ms). */
+  /** Its container, its node (when several agents are followed), and how long until it is denied (ms). */
   container?: ContainerIdentity;
+  node?: string;
   leftMs?: number;
   /** The connection, in one line. */
   status: string;
@@ -218,7 +184,11 @@ export function barLines(v: AnswerView, cols: number): string[] {
   const left = v.leftMs === undefined
     ? ""
     : `  (denied in ${formatDuration(Math.ceil(v.leftMs / 1000) * 1000)})`;
-  const pod = truncateEnd(`pod: ${visible(podLabel(v.container ?? v.bar.question.container!))}${left}`, w);
+  const node = v.node ? `  node: ${visible(v.node)}` : "";
+  const pod = truncateEnd(
+    `pod: ${visible(podLabel(v.container ?? v.bar.question.container!))}${node}${left}`,
+    w,
+  );
   return [...(v.problem ? [truncateEnd(v.problem, w)] : []), pod, ...layout(v.bar, w)];
 }
 
@@ -248,32 +218,11 @@ function writeOut(text: string): void {
   while (bytes.length > 0) bytes = bytes.subarray(Deno.stdout.writeSync(bytes));
 }
 
-/** A fetch failure in a few words ("connection refused"), never a stack. */
-function describe(e: unknown): string {
-  // Deno's fetch says "fetch failed" and puts the reason in `cause`.
-  const cause = e instanceof Error && e.cause instanceof Error ? ` ${e.cause.message}` : "";
-  const m = (e instanceof Error ? e.message : String(e)) + cause;
-  if (e instanceof DOMException && (e.name === "TimeoutError" || e.name === "AbortError")) {
-    return "no answer in time";
-  }
-  for (
-    const [re, text] of [
-      [/connection refused/i, "connection refused"],
-      [/no route to host/i, "no route to host"],
-      [/dns error|name or service not known|failed to lookup/i, "unknown host"],
-      [/connection reset/i, "connection reset"],
-      [/timed out/i, "timed out"],
-      [/certificate|tls/i, "TLS error"],
-    ] as const
-  ) if (re.test(m)) return text;
-  return visible(m.split("\n")[0]).slice(0, 100);
-}
-
 const SIGNALS: Deno.Signal[] = ["SIGTERM", "SIGHUP", "SIGINT"];
 
 class AnswerTui {
-  readonly #agent: string;
-  readonly #headers: Record<string, string>;
+  readonly #agents: string[];
+  readonly #feeds: AgentFeed[];
   readonly #quit = new AbortController();
   #exitCode = 0;
   #fatal: string | null = null;
@@ -281,23 +230,24 @@ class AnswerTui {
   #restored = false;
   readonly #hooks = new ProcessHooks();
 
-  #questions: RemoteQuestion[] = [];
-  /** Answered here; hidden until the agent's list drops them. */
-  readonly #hidden = new Set<number>();
-  #skew = 0;
+  /** Answered here (keyOf); hidden until the agent's list drops them. */
+  readonly #hidden = new Set<string>();
   #bar: BarState | null = null;
   #shown: RemoteQuestion | null = null;
   #shownAt = 0;
   #status: string;
-  #problem: string | undefined;
   readonly #history: string[] = [];
   #size = { rows: 24, cols: 80 };
   #lastSize = "";
 
-  constructor(agent: string, token: string) {
-    this.#agent = agent;
-    this.#headers = { authorization: `Bearer ${token}`, "x-hallpass-client": "answer" };
-    this.#status = `hallpass answer: connecting to ${visible(agent)}…`;
+  constructor(agents: string[], token: string) {
+    this.#agents = agents;
+    this.#feeds = agents.map((a) => new AgentFeed(a, token, "answer", this.#quit.signal));
+    this.#status = `hallpass answer: connecting to ${this.#where()}…`;
+  }
+
+  #where(): string {
+    return this.#agents.length === 1 ? visible(this.#agents[0]) : `${this.#agents.length} agents`;
   }
 
   async run(): Promise<number> {
@@ -309,7 +259,7 @@ class AnswerTui {
     writeOut("\x1b[?1049h\x1b[?25l\x1b[H\x1b[2J"); // the alternate screen, no cursor
     this.#draw();
     const tick = setInterval(() => this.#bar && this.#draw(), 1000);
-    const loops = Promise.all([this.#pollLoop(), this.#inputLoop()]);
+    const loops = Promise.all([...this.#feeds.map((f) => this.#follow(f)), this.#inputLoop()]);
     await new Promise<void>((r) => this.#quit.signal.addEventListener("abort", () => r(), { once: true }));
     clearInterval(tick);
     await Promise.race([loops, new Promise((r) => setTimeout(r, 500))]);
@@ -343,91 +293,37 @@ class AnswerTui {
 
   // ---------------------------------------------------------------- the agent
 
-  #fetch(path: string, init: RequestInit, timeoutMs: number): Promise<Response> {
-    return fetch(this.#agent + path, {
-      ...init,
-      headers: { ...this.#headers, ...(init.headers as Record<string, string> | undefined) },
-      signal: AbortSignal.any([this.#quit.signal, AbortSignal.timeout(timeoutMs)]),
+  async #follow(feed: AgentFeed): Promise<void> {
+    const refused = await feed.follow(() => {
+      const live = new Set(merged(this.#feeds).map(keyOf));
+      for (const k of this.#hidden) if (!live.has(k)) this.#hidden.delete(k);
+      this.#update();
     });
-  }
-
-  async #pollLoop(): Promise<void> {
-    let version: number | null = null;
-    while (!this.#quit.signal.aborted) {
-      try {
-        const path = version === null
-          ? "/api/questions"
-          : `/api/questions?wait=${POLL_WAIT_S}&after=${version}`;
-        const r = await this.#fetch(path, {}, (POLL_WAIT_S + 10) * 1000);
-        if (r.status === 401) {
-          await r.body?.cancel();
-          this.#stop(1, `the agent at ${this.#agent} refused the token (HTTP 401); check --token-file`);
-          return;
-        }
-        if (!r.ok) {
-          await r.body?.cancel();
-          throw new Error(`HTTP ${r.status}`);
-        }
-        const list = await r.json() as Record<string, unknown>;
-        if (!num(list.version) || !Array.isArray(list.questions)) throw new Error("not a question list");
-        version = list.version;
-        if (num(list.now)) this.#skew = list.now - Date.now();
-        this.#questions = list.questions.map(toRemoteQuestion).filter((q): q is RemoteQuestion => q !== null);
-        const live = new Set(this.#questions.map((q) => q.question.id));
-        for (const id of this.#hidden) if (!live.has(id)) this.#hidden.delete(id);
-        this.#problem = undefined;
-        this.#update();
-      } catch (e) {
-        if (this.#quit.signal.aborted) return;
-        version = null;
-        this.#problem = `hallpass answer: cannot reach ${visible(this.#agent)} (${
-          describe(e)
-        }); retrying every ${RETRY_MS / 1000}s  [q] quit`;
-        this.#update();
-        await new Promise<void>((r) => {
-          const t = setTimeout(r, RETRY_MS);
-          this.#quit.signal.addEventListener("abort", () => {
-            clearTimeout(t);
-            r();
-          }, { once: true });
-        });
-      }
-    }
+    if (refused) this.#stop(1, refused);
   }
 
   async #send(rq: RemoteQuestion, answer: Answer): Promise<void> {
     const q = rq.question;
-    const body: Record<string, unknown> = { id: q.id, digest: rq.digest, kind: answer.kind };
-    if (answer.durationMs !== undefined) body.durationMs = answer.durationMs;
-    if (answer.scope !== undefined) body.scope = answer.scope;
+    const feed = this.#feeds.find((f) => f.url === rq.agent);
+    if (!feed) return;
     const what = `${podLabel(rq.container)}  ${q.op} ${q.target}`;
-    try {
-      const r = await this.#fetch("/api/answer", {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(body),
-      }, 15_000);
-      const text = await r.text();
-      if (r.ok) {
-        const scope = answer.scope !== undefined ? ` ${answer.scope}` : "";
-        const dur = answer.durationMs !== undefined ? ` ${formatDuration(answer.durationMs)}` : "";
-        this.#note(`${answer.kind}${dur}${scope}  ${what}`);
-      } else if (r.status === 404) {
-        this.#note(`already answered or timed out: ${what}`);
-      } else if (r.status === 409) {
-        this.#note(`not answered: the agent has another question under this id (restarted?): ${what}`);
-      } else {
-        this.#hidden.delete(q.id);
-        let why = `HTTP ${r.status}`;
-        try {
-          why += `: ${JSON.parse(text).error}`;
-        } catch { /* not JSON */ }
-        this.#note(`the agent refused the answer (${why}): ${what}`);
-      }
-    } catch (e) {
-      if (this.#quit.signal.aborted) return;
-      this.#hidden.delete(q.id);
-      this.#note(`could not send the answer (${describe(e)}): ${what}`);
+    const r = await feed.send(rq, answer);
+    if (this.#quit.signal.aborted) return;
+    if (r.ok) {
+      const scope = answer.scope !== undefined ? ` ${answer.scope}` : "";
+      const dur = answer.durationMs !== undefined ? ` ${formatDuration(answer.durationMs)}` : "";
+      this.#note(`${answer.kind}${dur}${scope}  ${what}`);
+    } else if (r.status === 404) {
+      this.#note(`already answered or timed out: ${what}`);
+    } else if (r.status === 409) {
+      this.#note(`not answered: the agent has another question under this id (restarted?): ${what}`);
+    } else {
+      this.#hidden.delete(keyOf(rq));
+      this.#note(
+        r.status === 0
+          ? `could not send the answer (${r.error}): ${what}`
+          : `the agent refused the answer (${r.error}): ${what}`,
+      );
     }
     this.#update();
   }
@@ -441,7 +337,13 @@ class AnswerTui {
   // ---------------------------------------------------------------- the bar
 
   #visible(): RemoteQuestion[] {
-    return this.#questions.filter((q) => !this.#hidden.has(q.question.id));
+    return merged(this.#feeds).filter((q) => !this.#hidden.has(keyOf(q)));
+  }
+
+  /** The first problem of any feed (an agent unreachable), for the status or above the bar. */
+  #problem(): string | undefined {
+    const p = this.#feeds.find((f) => f.problem)?.problem;
+    return p === undefined ? undefined : `hallpass answer: ${p}  [q] quit`;
   }
 
   /** Brings the bar in line with the list: the oldest question, the counts, or the idle status. */
@@ -453,7 +355,9 @@ class AnswerTui {
       this.#shown = null;
     } else {
       // Another question, or the same id with other text (another agent at this address): drawn and armed anew.
-      if (this.#shown?.question.id !== head.question.id || this.#shown.digest !== head.digest) {
+      if (
+        this.#shown === null || keyOf(this.#shown) !== keyOf(head) || this.#shown.digest !== head.digest
+      ) {
         const q = head.question;
         this.#bar = {
           question: q,
@@ -471,11 +375,15 @@ class AnswerTui {
         x !== head && x.container.id === head.container.id && x.question.pid === head.question.pid
       ).length;
     }
-    this.#status = this.#problem ??
-      `hallpass answer: connected to ${visible(this.#agent)}, ${
+    this.#status = this.#problem() ??
+      `hallpass answer: connected to ${this.#where()}, ${
         qs.length ? `${qs.length} question${qs.length > 1 ? "s" : ""}` : "no questions"
       }  [q] quit`;
     this.#draw();
+  }
+
+  #skewOf(q: RemoteQuestion): number {
+    return this.#feeds.find((f) => f.url === q.agent)?.skew ?? 0;
   }
 
   #draw(): void {
@@ -490,11 +398,12 @@ class AnswerTui {
       {
         bar: this.#bar,
         container: this.#shown?.container,
-        leftMs: this.#shown ? this.#shown.expiresAt - (Date.now() + this.#skew) : undefined,
+        node: this.#shown && this.#feeds.length > 1 ? this.#shown.node || this.#shown.agent : undefined,
+        leftMs: this.#shown ? this.#shown.expiresAt - (Date.now() + this.#skewOf(this.#shown)) : undefined,
         status: this.#status,
-        problem: this.#bar ? this.#problem : undefined,
+        problem: this.#bar ? this.#problem() : undefined,
         history: this.#history,
-        title: `hallpass answer · ${visible(this.#agent)} · [q] quit`,
+        title: `hallpass answer · ${this.#where()} · [q] quit`,
       },
       size.rows,
       size.cols,
@@ -533,11 +442,12 @@ class AnswerTui {
         // [D]: this one and every other waiting from the same process (same container, same pid).
         const targets = r.denyAllFromPid
           ? this.#visible().filter((x) =>
-            x.container.id === shown.container.id && x.question.pid === shown.question.pid
+            x.agent === shown.agent && x.container.id === shown.container.id &&
+            x.question.pid === shown.question.pid
           )
           : [shown];
         for (const t of targets) {
-          this.#hidden.add(t.question.id);
+          this.#hidden.add(keyOf(t));
           this.#send(t, t === shown ? r.answer : { kind: "deny", by: "answer" });
         }
         this.#update();
@@ -547,4 +457,101 @@ class AnswerTui {
       }
     }
   }
+}
+
+// ------------------------------------------------------------------ --json: for programs
+
+/**
+ * `hallpass answer --json`: every question of every agent, once, as a JSON line on stdout (`{"event":
+ * "question", "agent", "node", "id", "digest", …the agent's listed fields}`); each line on stdin answers one
+ * (`ID ANSWER`, ANSWER in the ask-program grammar: once, deny, for DURATION [SCOPE], always [SCOPE], never
+ * [SCOPE]) and gets a line back (`{"event": "answered", "id", "ok", "error"?}`). Ends at the end of stdin (0) or
+ * when an agent refuses the token (1).
+ */
+async function answerJson(agents: string[], token: string): Promise<number> {
+  const stop = new AbortController();
+  const feeds = agents.map((a) => new AgentFeed(a, token, "api", stop.signal));
+  const printed = new Set<string>();
+  const out = (o: unknown) => writeOut(JSON.stringify(o) + "\n");
+  let code = 0;
+  const onChange = () => {
+    for (const q of merged(feeds)) {
+      if (printed.has(keyOf(q))) continue;
+      printed.add(keyOf(q));
+      out({
+        event: "question",
+        agent: q.agent,
+        node: q.node,
+        digest: q.digest,
+        ...q.question,
+        expiresAt: q.expiresAt,
+      });
+    }
+    const live = new Set(merged(feeds).map(keyOf));
+    for (const k of printed) if (!live.has(k)) printed.delete(k);
+  };
+  const follows = feeds.map(async (f) => {
+    const refused = await f.follow(onChange);
+    if (refused) {
+      console.error(`hallpass answer: ${refused}`);
+      code = 1;
+      stop.abort();
+    }
+  });
+  const reading = (async () => {
+    const lines = Deno.stdin.readable.pipeThrough(new TextDecoderStream()).pipeThrough(lineSplitter());
+    for await (const line of lines) {
+      if (stop.signal.aborted) break;
+      const m = /^\s*(\d{1,16})\s+(.+)$/.exec(line);
+      if (!m) {
+        if (line.trim()) out({ event: "answered", ok: false, error: "expected: ID ANSWER (e.g. 42 once)" });
+        continue;
+      }
+      const id = Number(m[1]);
+      const matches = merged(feeds).filter((q) => q.question.id === id);
+      if (matches.length !== 1) {
+        out({
+          event: "answered",
+          id,
+          ok: false,
+          error: matches.length ? "ambiguous id" : "no such question pending",
+        });
+        continue;
+      }
+      const rq = matches[0];
+      const a = parseAnswerLine(m[2], rq.question, "api");
+      if ("error" in a) {
+        out({ event: "answered", id, ok: false, error: a.error });
+        continue;
+      }
+      const feed = feeds.find((f) => f.url === rq.agent)!;
+      const r = await feed.send(rq, a);
+      out(
+        r.ok
+          ? { event: "answered", id, ok: true, answer: a.kind }
+          : { event: "answered", id, ok: false, error: r.error },
+      );
+    }
+    stop.abort();
+  })();
+  await Promise.race([reading, Promise.all(follows)]);
+  stop.abort();
+  await Promise.allSettled(follows);
+  return code;
+}
+
+function lineSplitter(): TransformStream<string, string> {
+  let rest = "";
+  return new TransformStream({
+    transform(chunk, c) {
+      rest += chunk;
+      const parts = rest.split("\n");
+      rest = parts.pop()!;
+      for (const p of parts) c.enqueue(p);
+      if (rest.length > 65536) rest = ""; // a line that long is no answer
+    },
+    flush(c) {
+      if (rest) c.enqueue(rest);
+    },
+  });
 }

@@ -64,6 +64,13 @@ export const MAX_WAIT_S = 60;
 /** The `[t]` duration when an answer gives none (and the question requested none). */
 export const DEFAULT_FOR_MS = 5 * 60_000;
 const ANSWER_KINDS: readonly AnswerKind[] = ["once", "for", "always", "deny", "never"];
+const NODE = (() => {
+  try {
+    return Deno.env.get("HALLPASS_NODE_NAME") || Deno.hostname();
+  } catch {
+    return "";
+  }
+})();
 const NO_CONTAINER: ContainerIdentity = { namespace: "", pod: "", container: "", id: "" };
 
 /**
@@ -119,6 +126,8 @@ export interface ListedQuestion extends
 export interface QuestionList {
   version: number;
   now: number;
+  /** The node the agent runs on: `$HALLPASS_NODE_NAME` (the DaemonSet sets it), else the host name. */
+  node: string;
   questions: ListedQuestion[];
 }
 
@@ -476,7 +485,7 @@ export class AnswerService {
       expiresAt: p.expiresAt,
       waiting: p.waiters.length > 0,
     }));
-    return { version: this.#version, now: Date.now(), questions };
+    return { version: this.#version, now: Date.now(), node: NODE, questions };
   }
 
   // ------------------------------------------------------------------ HTTP
@@ -954,7 +963,8 @@ select { font: inherit; max-width: 100%; }
         const list = await r.json();
         version = list.version;
         apply(list);
-        status("connected \\u00b7 " + list.questions.length + " pending");
+        status("connected \\u00b7 " + (list.node ? "node " + list.node + " \\u00b7 " : "") +
+          list.questions.length + " pending");
         document.body.dataset.state = "connected";
       } catch (e) {
         status("cannot reach the agent (" + e.message + "), retrying");

@@ -18,15 +18,16 @@ const ENTRY = `${HALLPASS} answer`;
 /** A service, a token file for "carol", and a pane running `hallpass answer` (then `stty -a` into a file). */
 async function withAnswer(
   fn: (t: Tmux, svc: AnswerService) => Promise<void>,
-  o: { agent?: string; token?: string } = {},
+  o: { agent?: string; token?: string; agents?: string[] } = {},
 ): Promise<void> {
   const svc = await startService(TOKEN, "carol");
   const dir = await Deno.makeTempDir({ prefix: "hallpass-answer-tty-" });
   try {
     await Deno.writeTextFile(`${dir}/token`, `carol ${o.token ?? TOKEN}\n`, { mode: 0o600 });
     const agent = o.agent ?? `http://127.0.0.1:${svc.address.port}`;
+    const more = (o.agents ?? []).map((a) => ` --agent ${q(a)}`).join("");
     await withPane({
-      script: `stty -a > "$DIR/stty-before.txt"; ${ENTRY} --agent ${q(agent)} --token-file ${
+      script: `stty -a > "$DIR/stty-before.txt"; ${ENTRY} --agent ${q(agent)}${more} --token-file ${
         q(dir + "/token")
       }; echo "rc=$?"; stty -a > "$DIR/stty.txt"`,
       cols: 100,
@@ -205,3 +206,46 @@ test({ name: "hallpass answer: a refused token ends it with exit 1 and one line"
     );
   }, { token: "wrong-token-0123456789" });
 });
+
+test(
+  { name: "hallpass answer: three agents in one bar, oldest first, each answer to its own agent", ignore },
+  async () => {
+    const services = [await startService(TOKEN, "carol"), await startService(TOKEN, "carol")];
+    try {
+      await withAnswer(async (t, first) => {
+        const all = [first, ...services];
+        await t.waitText("hallpass answer: connected to 3 agents");
+        const pods = ["pod-a", "pod-b", "pod-c"];
+        const asks: Promise<Answer>[] = [];
+        for (let i = 0; i < 3; i++) {
+          asks.push(
+            all[i].backend().ask(
+              podQuestion({
+                pid: 100 + i,
+                container: { namespace: "ns", pod: pods[i], container: "c", id: `id${i}` },
+              }),
+              new AbortController().signal,
+            ),
+          );
+          // Asked in this order, each once the last is on screen: the bar shows them oldest first.
+          await t.waitText(i === 0 ? "wants to write" : `wants to write (+${i} more)`);
+        }
+        const kinds = ["o", "d", "o"];
+        for (let i = 0; i < 3; i++) {
+          const s = await t.waitBar();
+          const podLine = bar(s)[0];
+          assert(podLine.startsWith(`pod: ns/${pods[i]} c  node: `), podLine);
+          await t.keys(kinds[i]);
+          assertEquals(await asks[i], { kind: kinds[i] === "o" ? "once" : "deny", by: "answer:carol" });
+          if (i < 2) await t.waitText(new RegExp(`pod: ns/${pods[i + 1]} c`));
+        }
+        await t.waitText("no questions");
+        await quitAndCheck(t);
+      }, {
+        agents: services.map((s) => `http://127.0.0.1:${s.address.port}`),
+      });
+    } finally {
+      for (const s of services) await s.close();
+    }
+  },
+);
