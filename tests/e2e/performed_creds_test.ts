@@ -8,8 +8,12 @@
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { askProgram, bare, hallpass, isRoot, scratch } from "./harness.ts";
+import { test, tool } from "../helpers/skip.ts";
 
-const ignore = !isRoot();
+const ignore = [
+  isRoot() ? undefined : { reason: "needs root (to drop capabilities, to become another user)" },
+  tool("setpriv"),
+];
 const ENGINES: [string, Record<string, string>][] = [
   ["fast path", {}],
   ["mediator", { HALLPASS_FAST_PATH: "0" }],
@@ -59,7 +63,7 @@ const WORDS = ["write", "chmod", "chown", "create", "utime"];
 
 for (const [engine, env] of ENGINES) {
   for (const [who, drop] of DROPS) {
-    Deno.test({
+    test({
       name: `performed as the caller (${engine}, ${who}): outside answered once, and in the project`,
       ignore,
       fn: async () => {

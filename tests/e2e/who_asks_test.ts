@@ -8,6 +8,7 @@ import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/stric
 import { askProgram, hallpass, readQuestions, scratch } from "./harness.ts";
 import { layout, who } from "../../lib/ui/prompt_bar.ts";
 import type { Question } from "../../lib/types.ts";
+import { test, tool } from "../helpers/skip.ts";
 
 const PY = "/usr/bin/python3";
 const ignore = (() => {
