@@ -256,3 +256,41 @@ function exists(p: string): boolean {
     return false;
   }
 }
+
+/**
+ * The history file of the shell hallpass starts itself (`hallpass` with no command), so that leaving it does not
+ * ask: bash saves `~/.bash_history` through `~/.bash_history-PID.tmp` + rename, zsh through `HISTFILE.new` and a
+ * `HISTFILE.LOCK`, fish through `fish_history.RANDOM` next to its file. `$HISTFILE` is used when it is exported,
+ * lies in `$HOME` and names a history file (its name holds "hist"); otherwise the shell's default. Other shells
+ * (sh, dash) keep no history file: no rule.
+ */
+export function shellHistoryRules(shell: string, opts: { home: string; histfile?: string }): Rule[] {
+  const name = shell.slice(shell.lastIndexOf("/") + 1);
+  const h = opts.histfile;
+  const custom =
+    h && h.startsWith(opts.home + "/") && !/[*?[]/.test(h) && /hist/i.test(h.slice(h.lastIndexOf("/")))
+      ? h
+      : undefined;
+  let targets: string[];
+  switch (name) {
+    case "bash": {
+      const f = custom ?? `${opts.home}/.bash_history`;
+      targets = [f, `${f}-*.tmp`];
+      break;
+    }
+    case "zsh": {
+      const f = custom ?? `${opts.home}/.zsh_history`;
+      targets = [f, `${f}.new`, `${f}.LOCK`];
+      break;
+    }
+    case "fish": {
+      const f = `${opts.home}/.local/share/fish/fish_history`;
+      targets = [f, `${f}.*`];
+      break;
+    }
+    default:
+      return [];
+  }
+  const source = { kind: "builtin" as const, what: `the history of the shell hallpass started (${name})` };
+  return targets.map((target) => ({ effect: "allow" as const, op: "write" as const, target, source }));
+}

@@ -10,7 +10,7 @@ import { lookupInPath } from "./path_lookup.ts";
 import { type Rule, UsageError } from "./types.ts";
 import { FS, type LandlockRuleset, NET, SCOPE } from "../ffi/landlock.ts";
 import { formatScope } from "./path_scope.ts";
-import { agentRules } from "./agents.ts";
+import { agentRules, shellHistoryRules } from "./agents.ts";
 import { builtinConnectRules } from "./socket_policy.ts";
 
 export interface Plan {
@@ -199,6 +199,8 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
 
   const command = o.command.length ? o.command : [env("SHELL") || "/bin/sh"];
   const program = resolveCommand(command[0], pathEnv, cwd);
+  // The shell hallpass starts itself keeps its history without asking (lib/agents.ts shellHistoryRules).
+  if (!o.command.length) rules.push(...shellHistoryRules(program, { home, histfile: env("HISTFILE") }));
   return { project, home, cwd, rules, floor, program, argv: command, pathEnv, userRulesFile };
 }
 

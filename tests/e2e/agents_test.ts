@@ -287,3 +287,39 @@ for (const c of CASES) {
     }
   });
 }
+
+test({
+  name: "the shell hallpass starts (no command) keeps its history without a question",
+  ignore: tool("bash") ?? tmux,
+}, async () => {
+  const t = await Tmux.start({
+    script: [
+      "SHELL=/bin/bash; export SHELL",
+      // No rc files: a plain interactive bash, its history in ~/.bash_history (saved via a temp file + rename).
+      'printf \'PS1="$ "\\n\' > "$HOME/.bashrc"',
+      `hp --log "$DIR/log.jsonl"`,
+    ].join("\n"),
+    cols: 100,
+    rows: 30,
+  });
+  try {
+    await t.waitText(/^\$/m);
+    await t.type("echo marker-one\n");
+    await t.waitText("marker-one\n");
+    await t.type("exit\n");
+    const rc = await t.waitExit();
+    const screen = await t.screen();
+    assert(
+      !screen.includes("[o] allow once") && !/wants to write/.test(await t.history()),
+      `asked:\n${screen}`,
+    );
+    assert(rc === 0, `exit ${rc}`);
+    const hist = await Deno.readTextFile(`${t.dir}/home/.bash_history`);
+    assert(hist.includes("echo marker-one"), `history: ${hist}`);
+    const log = await readLog(t.dir);
+    const denied = log.filter((l) => l.decision === "deny");
+    assert(denied.length === 0, `denied: ${JSON.stringify(denied)}`);
+  } finally {
+    await t.close();
+  }
+});
