@@ -11,6 +11,7 @@ import { pipe, pollReadable, writeAll } from "../../ffi/libc.ts";
 import { close } from "../../ffi/libc.ts";
 import type { Answer, AskBackend, Question, Rule } from "../types.ts";
 import { ruleFileLine } from "../rules_file.ts";
+import { isGlobTarget, parsePathScope } from "../path_scope.ts";
 import type { SessionConfig, ToMain, ToWorker } from "./session_config.ts";
 import type { Summary } from "../summary.ts";
 
@@ -284,6 +285,11 @@ export class SupervisorHost {
       target: a.scope ?? q.suggestedScope,
       source: { kind: "answer", by: a.by },
     };
+    // A name holding a `*` would be read back as a glob over its neighbours (`~/.bash*`): not saved (the
+    // mediator refuses it as a rule too).
+    if (
+      q.op !== "connect" && isGlobTarget(rule.target) && [q.target, ...(q.paths ?? [])].some(isGlobTarget)
+    ) return;
     try {
       Deno.mkdirSync(file.slice(0, file.lastIndexOf("/")), { recursive: true, mode: 0o700 });
       const when = new Date().toISOString().slice(0, 16).replace("T", " ");

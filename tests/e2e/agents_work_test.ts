@@ -42,50 +42,58 @@ function check(s: Session, cond: unknown, what: string): asserts cond {
 const EACCES = /Permission denied/;
 
 for (const agent of AGENTS) {
-  test(
-    { name: `${agent} at work: a task inside the project asks nothing`, ignore: ignore(agent) },
-    async () => {
-      const script: Step[] = [
-        { run: "mkdir -p src && echo 'export const x = 1;' > src/x.ts && cat src/x.ts" },
-        { write: "", content: "notes\n" }, // filled in below: needs the project's path
-        { run: "ls src && wc -l < notes.md && git --version >/dev/null; echo exit=$?" },
-        { say: "done" },
-      ];
-      const s = await runSession({
-        agent,
-        bin: SETUP.get(agent)!.bin!,
-        script,
-        before: (dir) => {
-          script[1] = { write: `${dir}/project/notes.md`, content: "notes\n" };
-          return Promise.resolve();
-        },
-      });
-      try {
-        check(s, s.questions.length === 0, `asked ${s.questions.length} question(s)`);
-        check(s, s.denied.length === 0, `denied: ${JSON.stringify(s.denied)}`);
-        check(s, s.rc === 0, `exit ${s.rc}`);
-        check(s, s.srv.served() >= 4, "the script did not run to its end");
-        check(s, /export const x = 1;/.test(s.srv.results[0] ?? ""), "step 1's output");
-        check(
-          s,
-          /x\.ts/.test(s.srv.results[2] ?? "") && /exit=0/.test(s.srv.results[2] ?? ""),
-          "step 3's output",
-        );
-        for (const r of s.srv.results) {
-          check(s, !EACCES.test(r ?? ""), `a tool result carries a denial: ${r}`);
+  for (const noAsk of [false, true]) {
+    test(
+      {
+        name: `${agent} at work: a task inside the project ${
+          noAsk ? "under --no-ask denies nothing" : "asks nothing"
+        }`,
+        ignore: ignore(agent),
+      },
+      async () => {
+        const script: Step[] = [
+          { run: "mkdir -p src && echo 'export const x = 1;' > src/x.ts && cat src/x.ts" },
+          { write: "", content: "notes\n" }, // filled in below: needs the project's path
+          { run: "ls src && wc -l < notes.md && git --version >/dev/null; echo exit=$?" },
+          { say: "done" },
+        ];
+        const s = await runSession({
+          agent,
+          bin: SETUP.get(agent)!.bin!,
+          script,
+          hpArgs: noAsk ? ["--no-ask"] : [],
+          before: (dir) => {
+            script[1] = { write: `${dir}/project/notes.md`, content: "notes\n" };
+            return Promise.resolve();
+          },
+        });
+        try {
+          check(s, s.questions.length === 0, `asked ${s.questions.length} question(s)`);
+          check(s, s.denied.length === 0, `denied: ${JSON.stringify(s.denied)}`);
+          check(s, s.rc === 0, `exit ${s.rc}`);
+          check(s, s.srv.served() >= 4, "the script did not run to its end");
+          check(s, /export const x = 1;/.test(s.srv.results[0] ?? ""), "step 1's output");
+          check(
+            s,
+            /x\.ts/.test(s.srv.results[2] ?? "") && /exit=0/.test(s.srv.results[2] ?? ""),
+            "step 3's output",
+          );
+          for (const r of s.srv.results) {
+            check(s, !EACCES.test(r ?? ""), `a tool result carries a denial: ${r}`);
+          }
+          check(
+            s,
+            s.srv.errors.every((e) => !e),
+            "a tool result was marked an error",
+          );
+          check(s, (await Deno.readTextFile(`${s.project}/notes.md`)) === "notes\n", "notes.md");
+          check(s, s.outside.length === 0, `connects elsewhere: ${s.outside}`);
+        } finally {
+          await s.close();
         }
-        check(
-          s,
-          s.srv.errors.every((e) => !e),
-          "a tool result was marked an error",
-        );
-        check(s, (await Deno.readTextFile(`${s.project}/notes.md`)) === "notes\n", "notes.md");
-        check(s, s.outside.length === 0, `connects elsewhere: ${s.outside}`);
-      } finally {
-        await s.close();
-      }
-    },
-  );
+      },
+    );
+  }
 
   test({
     name: `${agent} at work: writes outside ask, and each answer is what the agent sees`,
