@@ -101,7 +101,10 @@ Deno.test("the shell's history: bash via its temp file, zsh, fish; $HISTFILE onl
     `${HOME}/.local/share/fish/fish_history.*`,
   ]);
   assert.deepEqual(t("/bin/sh"), []);
-  assert.deepEqual(t("/bin/bash", `${HOME}/.state/bash_history`), [`${HOME}/.state/bash_history`, `${HOME}/.state/bash_history-*.tmp`]);
+  assert.deepEqual(t("/bin/bash", `${HOME}/.state/bash_history`), [
+    `${HOME}/.state/bash_history`,
+    `${HOME}/.state/bash_history-*.tmp`,
+  ]);
   assert.deepEqual(t("/bin/bash", `${HOME}/.bashrc`), [
     `${HOME}/.bash_history`,
     `${HOME}/.bash_history-*.tmp`,

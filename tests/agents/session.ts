@@ -8,8 +8,9 @@
  * by their own settings: claude `ANTHROPIC_BASE_URL`, `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1` (telemetry,
  * error reports, update checks); codex a custom provider in `~/.codex/config.toml` (`base_url`,
  * `check_for_update_on_startup = false`, plugins off — their marketplace sync runs `git ls-remote` on
- * github.com —, analytics and feedback off). `outside` lists the connects hallpass saw
- * to anything but the local server (`--mediate connect` with `allow connect` of the server's port only), so a
+ * github.com —, analytics and feedback off). `outside` lists the network connects hallpass
+ * saw to anything but the local server (`--mediate connect`, the server's port allowed, the rest of the network
+ * denied; local sockets are left to the recipe, as in a default run), so a
  * test can assert there are none.
  */
 import { ROOT } from "../e2e/harness.ts";
@@ -115,7 +116,7 @@ export async function runSession(o: SessionOptions): Promise<Session> {
   // Connects are mediated so that any reach for an outside host shows in the log; the model server is allowed.
   await Deno.writeTextFile(
     `${dir}/net.rules`,
-    `allow connect tcp:127.0.0.1:${srv.port}\ndeny connect *\nallow connect unix:/**\n`,
+    `allow connect tcp:127.0.0.1:${srv.port}\ndeny connect 0.0.0.0/0\ndeny connect [::]/0\n`,
   );
   const binDir = o.bin.slice(0, o.bin.lastIndexOf("/"));
   const script = [
@@ -175,9 +176,8 @@ export async function runSession(o: SessionOptions): Promise<Session> {
     srv,
     denied: log.filter((l) => l.decision === "deny"),
     outside: log.filter((l) =>
-      l.op === "connect" && !l.target.includes(`:${srv.port}`) && !l.target.startsWith("unix:")
-    )
-      .map((l) => `${l.target} (${l.decision})`),
+      l.op === "connect" && /^(tcp|udp):/.test(l.target) && !l.target.startsWith(`tcp:127.0.0.1:${srv.port}`)
+    ).map((l) => `${l.target} (${l.decision})`),
     close,
   };
 }

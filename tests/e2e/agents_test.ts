@@ -122,7 +122,8 @@ async function runAgent(
   budgetMs = 30_000,
 ): Promise<Run> {
   const dir = await makeScratch();
-  await Deno.writeTextFile(`${dir}/net.rules`, "deny connect *\nallow connect unix:/**\n");
+  // The network is denied (no question); local sockets are left to the recipe, as in a default run.
+  await Deno.writeTextFile(`${dir}/net.rules`, "deny connect 0.0.0.0/0\ndeny connect [::]/0\n");
   const binDir = bin.slice(0, bin.lastIndexOf("/"));
   const home = await makeHome();
   const exports = Object.entries({ HOME: home, ...env }).map(([k, v]) => `${k}="${v}"; export ${k}`).join(
