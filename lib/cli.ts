@@ -25,6 +25,8 @@ export interface CliOptions {
   quiet: boolean;
   /** Pass the fds above 2 hallpass was given on to the command (docs/threat-model.md). */
   keepFds?: boolean;
+  /** `--allow-keyring`: add_key, keyctl, request_key go through (refused by default: docs/threat-model.md). */
+  allowKeyring?: boolean;
   command: string[];
 }
 
@@ -57,6 +59,7 @@ options:
   --mediate LIST         categories that ask: write (always), exec, connect (default write,exec)
   --no-ask               never show a prompt: what would ask is denied (default without a terminal)
   --fail-on-deny         exit 123 when the command succeeded but something was denied (CI; docs/ci.md)
+  --allow-keyring        let the program use the kernel keyrings (add_key, keyctl; refused by default)
   --ask-program PROG     questions go to PROG (JSON on stdin, one answer line back)
   --agent NAME           add the recipe for a known agent CLI (hallpass --agents lists them)
   --ask-timeout DURATION an unanswered question is denied after DURATION
@@ -91,6 +94,7 @@ const FLAGS = new Set([
   "-h",
   "--help",
   "--agents",
+  "--allow-keyring",
 ]);
 
 export function parseCommandLine(argv: string[]): Invocation {
@@ -124,6 +128,7 @@ export function parseCommandLine(argv: string[]): Invocation {
       if (name === "--agents") return { kind: "agents" };
       if (name === "--no-ask") o.noAsk = true;
       if (name === "--fail-on-deny") o.failOnDeny = true;
+      if (name === "--allow-keyring") o.allowKeyring = true;
       if (name === "-q" || name === "--quiet") o.quiet = true;
       if (name === "--keep-fds") o.keepFds = true;
       continue;

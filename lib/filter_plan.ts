@@ -5,6 +5,7 @@
  */
 import { NEW_SYSCALL_NUMBERS, WRITE_CALLS } from "./syscall_table.ts";
 import { refusedSockets } from "./socket_policy.ts";
+import { sysFilterEntries } from "./filter_sys.ts";
 
 export type FilterAction = { kind: "notify" } | { kind: "errno"; errno: number };
 
@@ -131,5 +132,7 @@ export function filterPlan(opts: FilterOptions): FilterEntry[] {
   refuse("chroot", EPERM, "a new root would make paths name other files than the ones decided");
   // userfaultfd could stall the supervisor's reads of the sandbox's memory.
   refuse("userfaultfd", EPERM, "could stall the supervisor while it reads arguments");
+  // Other processes, keyrings, file ioctls, system-wide calls (lib/filter_sys.ts).
+  plan.push(...sysFilterEntries());
   return plan;
 }

@@ -261,6 +261,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     rules: plan.rules,
     mediate: { exec: opts.mediate.exec, connect: opts.mediate.connect },
     noAsk: backend instanceof NoAsk,
+    allowKeyring: opts.allowKeyring === true,
     pathEnv: plan.pathEnv,
     logPath: opts.logPath ?? null,
     umask: userUmask,

@@ -68,6 +68,8 @@ export class Summary {
         `(\`hallpass rules ${d.op} ${shellQuote(d.target.split(" → ").pop()!)}\` shows it)`;
     }
     const scope = d.suggest ?? d.target;
+    if (d.op === "process") return "only the sandbox's own processes can be changed (docs/threat-model.md)";
+    if (d.op === "keyring") return "--allow-keyring";
     if (d.op === "write") {
       return `--allow-path ${shellQuote(scope)}   or rule: allow write ${scope}`;
     }

@@ -143,6 +143,7 @@ export const NEW_SYSCALL_NUMBERS: Record<string, number> = {
   fchmodat2: 452,
   setxattrat: 463,
   removexattrat: 466,
+  open_tree_attr: 467,
 };
 
 export const AT_FDCWD = -100;

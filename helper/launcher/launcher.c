@@ -21,7 +21,8 @@
  * with the command's status (re-raising the signal that killed it). The launcher itself is not sandboxed;
  * Landlock's signal scope keeps the sandbox from signalling it.
  *
- * The child applies, in this order: pty as controlling terminal, umask, signal dispositions, no_new_privs,
+ * The child applies, in this order: pty as controlling terminal, umask, signal dispositions, capabilities
+ * dropped to what file work as root needs (drop_capabilities), no_new_privs,
  * Landlock restrict_self, the seccomp filter with a user-notification listener; it hands the listener to the
  * supervisor and execs PROGRAM (that first exec is itself trapped and answered by the supervisor).
  */
@@ -73,6 +74,73 @@ struct sock_fprog {
 #ifndef SYS_landlock_restrict_self
 #define SYS_landlock_restrict_self 446
 #endif
+
+/* Capabilities (linux/capability.h, prctl.h), spelled out for musl-gcc. */
+struct cap_header {
+	uint32_t version;
+	int pid;
+};
+struct cap_data {
+	uint32_t effective, permitted, inheritable;
+};
+#define CAP_VERSION_3 0x20080522
+#ifndef PR_CAP_AMBIENT
+#define PR_CAP_AMBIENT 47
+#define PR_CAP_AMBIENT_CLEAR_ALL 4
+#endif
+
+/*
+ * What a root-run sandbox keeps (docs/threat-model.md, "Root"): file work as root (tar x restoring owners and
+ * modes, cp -a, package managers that drop to another uid) and nothing that changes the machine: CHOWN,
+ * DAC_OVERRIDE, FOWNER, FSETID, KILL, SETGID, SETUID, NET_BIND_SERVICE, AUDIT_WRITE (Docker's default set
+ * without MKNOD, NET_RAW, SETFCAP, SETPCAP and SYS_CHROOT). lib/doctor.ts shows the same list.
+ */
+static const int KEEP_CAPS[] = {0 /* CHOWN */, 1 /* DAC_OVERRIDE */, 3 /* FOWNER */, 4 /* FSETID */, 5 /* KILL */,
+				6 /* SETGID */, 7 /* SETUID */, 10 /* NET_BIND_SERVICE */, 29 /* AUDIT_WRITE */};
+
+static void die(const char *what);
+
+static int kept(int cap) {
+	for (unsigned i = 0; i < sizeof KEEP_CAPS / sizeof KEEP_CAPS[0]; i++)
+		if (KEEP_CAPS[i] == cap) return 1;
+	return 0;
+}
+
+/*
+ * Drops every capability but KEEP_CAPS from the bounding set (what exec can ever give, also to root) and from
+ * the permitted, effective and inheritable sets, and clears the ambient set: after the command's exec, root
+ * holds exactly KEEP_CAPS and any other user holds none. Fails closed when a capability is held that cannot
+ * be dropped.
+ */
+static void drop_capabilities(void) {
+	struct cap_header h = {CAP_VERSION_3, 0};
+	struct cap_data d[2];
+	if (syscall(SYS_capget, &h, d) < 0) die("reading capabilities");
+	uint64_t keep = 0;
+	for (int cap = 0; cap < 64; cap++)
+		if (kept(cap)) keep |= 1ULL << cap;
+	for (int cap = 0; cap < 64; cap++) {
+		int r = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
+		if (r < 0) break; /* past the kernel's last capability */
+		if (r == 1 && !kept(cap)) {
+			if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0) {
+				/* Without CAP_SETPCAP the bounding set stays; harmless only for a process that holds and can
+				 * gain nothing (no_new_privs is set below, so exec cannot add capabilities). */
+				if (d[0].permitted || d[1].permitted || d[0].inheritable || d[1].inheritable)
+					die("dropping a capability");
+				break;
+			}
+		}
+	}
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL) die("clearing ambient capabilities");
+	for (int i = 0; i < 2; i++) {
+		uint32_t k = (uint32_t)(keep >> (32 * i));
+		d[i].effective &= k;
+		d[i].permitted &= k;
+		d[i].inheritable &= k;
+	}
+	if (syscall(SYS_capset, &h, d) < 0) die("dropping capabilities");
+}
 
 struct msg {
 	uint32_t magic;
@@ -291,6 +359,7 @@ static void child(int sock, const struct config *cfg, int bpf_fd, int ruleset_fd
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 
+	drop_capabilities();
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) die("no_new_privs");
 	if (ruleset_fd >= 0) {
 		if (syscall(SYS_landlock_restrict_self, ruleset_fd, 0) < 0) die("landlock_restrict_self");

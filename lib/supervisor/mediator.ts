@@ -48,6 +48,7 @@ import { bindFd } from "../../ffi/net.ts";
 import { type ConnectTarget, formatTarget, suggestDestScopes } from "../connect_dest.ts";
 import { isLoopback, netVerdict } from "../socket_policy.ts";
 import { RequestHandler } from "./requests.ts";
+import { SysCalls } from "./sys_calls.ts";
 
 const EAGAIN = 11,
   EACCES = 13,
@@ -137,6 +138,8 @@ export class Mediator {
   #ownCreds: { uid: number; gid: number; groups: number[]; capEff: bigint } | null = null;
   readonly proc: ProcInfo;
   readonly #requests: RequestHandler;
+  /** Other processes, keyrings, file ioctls (lib/supervisor/sys_calls.ts). */
+  readonly #sys: SysCalls;
   readonly #log: Deno.FsFile | null;
   /** The question whose answer is being applied (its log lines say so), or undefined. */
   #answering: number | undefined;
@@ -183,6 +186,22 @@ export class Mediator {
     this.net = new NetMediator(nfd, cfg.mediate.connect);
     this.proc = new ProcInfo(cfg.commandPid);
     this.#requests = new RequestHandler(this, cfg);
+    this.#sys = new SysCalls({
+      nfd,
+      policy: this.policy,
+      launcherPid: cfg.launcherPid,
+      container: cfg.container !== undefined,
+      allowKeyring: cfg.allowKeyring === true,
+      tgid: (tid) => this.proc.tgid(tid),
+      continued: () => this.stats.continued++,
+      performed: () => this.stats.emulated++,
+      denied: (n, syscall, op, target, suggest) => {
+        const pid = this.proc.tgid(n.tid), name = this.proc.comm(pid);
+        this.stats.denied++;
+        this.#post({ t: "decided", effect: "deny", op, target, pid, name, syscall, by: "rule", suggest });
+        this.#logLine({ pid, name, op, syscall, target, decision: "deny", by: "rule" });
+      },
+    });
     this.#log = cfg.logPath ? Deno.openSync(cfg.logPath, { append: true, create: true, mode: 0o600 }) : null;
   }
 
@@ -238,8 +257,9 @@ export class Mediator {
         this.stats.continued++;
         return;
       }
-      if (h === undefined) this.#deny(n, "unknown", `syscall ${n.nr}`, "write", "filter");
-      else if (h === "cwd") {
+      if (h === undefined) {
+        if (!this.#sys.handle(n)) this.#deny(n, "unknown", `syscall ${n.nr}`, "write", "filter");
+      } else if (h === "cwd") {
         // chdir/fchdir: trapped only so that the fast path knows when a working directory changes.
         this.#nfd.continue(n.id);
         this.stats.continued++;

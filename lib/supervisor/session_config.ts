@@ -23,6 +23,8 @@ export interface SessionConfig {
   floor: { kind: "exact" | "tree"; path: string }[];
   rules: Rule[];
   mediate: { exec: boolean; connect: boolean };
+  /** `--allow-keyring`: the kernel keyring calls go through (lib/supervisor/sys_calls.ts). */
+  allowKeyring?: boolean;
   /** Nobody is asked: what would ask is denied at once (--no-ask, or no terminal). */
   noAsk: boolean;
   /** Environment PATH at start, for program names in rules. */
