@@ -15,6 +15,9 @@
  * 5. exec: an `allow` that comes from the `@system` group (e.g. the builtin `allow exec @system`) does not apply
  *    to a program the sandbox may write without asking (`isWritable(path)`): such a program asks, or whatever
  *    the other rules say. An allow written as a path (`allow exec /usr/**`) is the user's choice and applies.
+ * 6. exec of the dynamic loader (lib/loader.ts): denied unless an allow names the loader's own path (an exact
+ *    rule, a program name): neither `@system` nor a tree rule allows it, and without a rule it is denied, not
+ *    asked.
  *
  * Preconditions: write and exec targets are absolute, normalised paths (normalizePath); anything else is
  * denied. Connect targets are {@link ConnectTarget}s with canonical addresses (or their text, parsed per call).
@@ -38,6 +41,7 @@ import {
 } from "./connect_dest.ts";
 import { expandGroup, GROUPS, type GroupTable } from "./exec_groups.ts";
 import { formatScope, globCovers, globDir, parsePathScope, scopeSpecificity } from "./path_scope.ts";
+import { isDynamicLoader } from "./loader.ts";
 import { formatRule } from "./rules_file.ts";
 import type { Op, PathScope, Rule, RuleSource } from "./types.ts";
 import { UsageError } from "./types.ts";
@@ -116,6 +120,10 @@ const ASK_WRITABLE: Decision = Object.freeze({
 });
 const DENY_NOT_ABSOLUTE: Decision = Object.freeze({ effect: "deny", why: "not an absolute path" });
 const DENY_BAD_TARGET: Decision = Object.freeze({ effect: "deny", why: "malformed target" });
+const DENY_LOADER: Decision = Object.freeze({
+  effect: "deny",
+  why: "the dynamic loader as a program runs any file: only a rule naming its path allows it (lib/loader.ts)",
+});
 
 // Prefix hash: h = (h * 31 + c) mod 2^25, written so that every intermediate value is below 2^30 and stays a
 // small integer (a Smi) in every V8 tier: hashing never boxes a number, even before the code is optimised.
@@ -331,6 +339,10 @@ export class Policy {
     if (target.charCodeAt(0) !== 47) return DENY_NOT_ABSOLUTE;
     const index = op === "write" ? this.#write : this.#exec;
     const best = index.best(target, now, op === "exec" ? this.#opts.isWritable : undefined, null);
+    // 6. The dynamic loader: allowed only by a rule naming it (not @system, not a tree).
+    if (op === "exec" && (best === null || (!best.deny && (best.tree || best.conditional)))) {
+      if (isDynamicLoader(target)) return DENY_LOADER;
+    }
     if (best !== null) return best.decision;
     return index.writable === 2 ? ASK_WRITABLE : ASK;
   }

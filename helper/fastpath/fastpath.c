@@ -636,6 +636,39 @@ static int canonical(const char *path, char *out, size_t size) {
  * `#!` script, its interpreter too (one level; deeper goes to the mediator). 0: yes; an errno the kernel would
  * give without running anything (ENOENT, ENOTDIR, EACCES); -1: for the mediator.
  */
+/* Whether s ends with ".so" followed by any number of ".DIGITS" (the names' version suffixes). */
+static int ends_so(const char *s) {
+	for (const char *p = strstr(s, ".so"); p; p = strstr(p + 1, ".so")) {
+		const char *q = p + 3;
+		while (*q == '.' && q[1] >= '0' && q[1] <= '9') {
+			q++;
+			while (*q >= '0' && *q <= '9') q++;
+		}
+		if (*q == 0) return 1;
+	}
+	return 0;
+}
+
+/*
+ * The dynamic loader, by the canonical path's last name: the same test as lib/loader.ts isDynamicLoader. Its
+ * execs go to the mediator, which denies them unless a rule names the loader (it runs any file as a program).
+ */
+static int loader_name(const char *canon) {
+	const char *b = strrchr(canon, '/');
+	b = b ? b + 1 : canon;
+	if (strcmp(b, "libc.so") == 0) return strstr(canon, "musl") != NULL;
+	if (strncmp(b, "ld-linux", 8) == 0) return ends_so(b + 8);
+	if (strncmp(b, "ld-musl-", 8) == 0) return ends_so(b + 8);
+	if (strncmp(b, "libc.musl-", 10) == 0) return ends_so(b + 10);
+	if (strncmp(b, "ld-", 3) == 0 && b[3] >= '0' && b[3] <= '9') {
+		size_t n = strlen(b);
+		return n >= 7 && strcmp(b + n - 3, ".so") == 0;
+	}
+	if (strncmp(b, "ld.so", 5) == 0) return ends_so(b);
+	if (strncmp(b, "ld64.so", 7) == 0) return ends_so(b + 4);
+	return 0;
+}
+
 static int runnable(struct hp_fast *h, const char *canon, int level) {
 	size_t len = strlen(canon);
 	if (!plain_ascii(canon) || !in_list(&h->exec, canon, len)) return -1;
@@ -667,7 +700,7 @@ static int runnable(struct hp_fast *h, const char *canon, int level) {
 	*end = 0;
 	if (ip[0] != '/') return -1;
 	char icanon[PATH_MAX_BYTES];
-	if (canonical(ip, icanon, sizeof icanon) != 0) return -1;
+	if (canonical(ip, icanon, sizeof icanon) != 0 || loader_name(icanon)) return -1;
 	return runnable(h, icanon, level + 1) == 0 ? 0 : -1;
 }
 
@@ -705,6 +738,7 @@ static int exec_fast(struct hp_fast *h, int listener, const struct seccomp_notif
 	char canon[PATH_MAX_BYTES];
 	/* not there (a shell searching $PATH tries many): answered with the kernel's errno, nothing runs */
 	int err = canonical(full, canon, sizeof canon);
+	if (err == 0 && loader_name(canon)) return 0; /* the mediator decides (lib/loader.ts) */
 	if (err == 0) err = runnable(h, canon, 0);
 	if (err < 0) return 0;
 	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) return 1;

@@ -49,6 +49,7 @@ import { type ConnectTarget, formatTarget, suggestDestScopes } from "../connect_
 import { isLoopback, netVerdict } from "../socket_policy.ts";
 import { RequestHandler } from "./requests.ts";
 import { SysCalls } from "./sys_calls.ts";
+import { isDynamicLoader } from "../loader.ts";
 
 const EAGAIN = 11,
   EACCES = 13,
@@ -1349,6 +1350,11 @@ export class Mediator {
       }
     }
     if (d.effect === "allow") return this.#allow(p, false, "rule");
+    if (d.effect === "deny" && r.kind === "path" && isDynamicLoader(target)) {
+      // Say why: the loader would run its first argument, which no exec decision sees (lib/loader.ts).
+      const shown = `${target} (the dynamic loader as a program: allowed only by a rule naming it)`;
+      return this.#deny(n, at ? "execveat" : "execve", shown, "exec", "rule", target);
+    }
     if (d.effect === "deny") return this.#deny(n, at ? "execveat" : "execve", target, "exec", "rule");
     this.#ask(p, target, at ? "execveat" : "execve");
   }
