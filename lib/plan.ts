@@ -256,8 +256,16 @@ function terminalDevices(): string[] {
   return [...out];
 }
 
-/** The Landlock ruleset for a plan: write rights only in the floor; signal scope; net when asked. */
-export function landlockPlan(plan: Plan, abi: number, mediateConnect: boolean): LandlockRuleset {
+/**
+ * The Landlock ruleset for a plan: write rights only in the floor; signal scope; net when asked; with an
+ * execute floor (lib/exec_floor.ts), EXECUTE only there.
+ */
+export function landlockPlan(
+  plan: Plan,
+  abi: number,
+  mediateConnect: boolean,
+  execFloor?: { path: string }[],
+): LandlockRuleset {
   let write = FS.WRITE_FILE | FS.REMOVE_DIR | FS.REMOVE_FILE | FS.MAKE_CHAR | FS.MAKE_DIR | FS.MAKE_REG |
     FS.MAKE_SOCK | FS.MAKE_FIFO | FS.MAKE_BLOCK | FS.MAKE_SYM;
   if (abi >= 2) write |= FS.REFER;
@@ -265,13 +273,14 @@ export function landlockPlan(plan: Plan, abi: number, mediateConnect: boolean): 
   // Abstract unix sockets outside the sandbox are out of reach in every mode (local IPC is always decided:
   // lib/socket_policy.ts); the supervisor performs the connects the rules allow.
   const scoped = abi >= 6 ? SCOPE.SIGNAL | SCOPE.ABSTRACT_UNIX_SOCKET : 0n;
+  const exec = execFloor ? execFloor.map((e) => ({ path: e.path, access: FS.EXECUTE })) : [];
   return {
-    handledFs: write,
+    handledFs: write | (execFloor ? FS.EXECUTE : 0n),
     // With connect mediated, the kernel refuses every TCP connect the sandbox makes itself (Landlock ABI ≥ 4):
     // the supervisor performs the allowed ones on the program's socket.
     handledNet: mediateConnect && abi >= 4 ? NET.CONNECT_TCP : 0n,
     scoped,
-    paths: plan.floor.map((f) => ({ path: f.path, access: write })),
+    paths: [...plan.floor.map((f) => ({ path: f.path, access: write })), ...exec],
     ports: [],
   };
 }

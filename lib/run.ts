@@ -26,6 +26,7 @@ import { FILTER_SOURCES, prebuiltFilterName } from "./filter_files.ts";
 import { getRemoteFd, NotifyFd, userNotifAvailable } from "../ffi/notify.ts";
 import type { CliOptions } from "./cli.ts";
 import { landlockPlan, type Plan } from "./plan.ts";
+import { execFloor } from "./exec_floor.ts";
 import type { AskBackend } from "./types.ts";
 import { NoAsk } from "./ask/no_ask.ts";
 import { Summary } from "./summary.ts";
@@ -194,7 +195,12 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   }
 
   // --- kernel objects, and the launcher
-  const ruleset = createRuleset(landlockPlan(plan, abi, opts.mediate.connect), abi);
+  // The execute floor: only without a person, and only when execs are decided at all (lib/exec_floor.ts).
+  const noPerson = backend instanceof NoAsk && opts.mediate.exec;
+  const ruleset = createRuleset(
+    landlockPlan(plan, abi, opts.mediate.connect, noPerson ? execFloor(plan) : undefined),
+    abi,
+  );
   const bpf = await filterFd(opts);
   const [mySock, childSock] = seqpacketPair();
   setCloexec(childSock, false);

@@ -276,7 +276,7 @@ Deno.test("exec through /proc/self/fd/N is decided on the file the fd holds", as
   }
 });
 
-const loader = ["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"].find((l) => {
+const LOADER = ["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"].find((l) => {
   try {
     return Deno.statSync(l).isFile;
   } catch {
@@ -285,26 +285,54 @@ const loader = ["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"].fin
 });
 
 test({
-  name: "the loader is @system: `ld.so ./prog` runs prog without an exec check of prog (docs/exec.md)",
-  ignore: loader
+  name:
+    "the loader as a program is denied unless a rule names it: `ld.so ./prog`, ld.so in $PATH, a symlink to it",
+  ignore: LOADER
     ? undefined
     : { reason: "no known dynamic loader (ld-linux-x86-64.so.2, ld-linux-aarch64.so.1)" },
 }, async () => {
+  const loader = LOADER!;
+  const canon = Deno.realPathSync(loader);
   const b = await bins();
   const s = await scratch();
   try {
     await Deno.copyFile(`${b}/evil`, `${s.project}/evil`);
     await Deno.chmod(`${s.project}/evil`, 0o755);
+    await Deno.symlink(loader, `${s.project}/l`);
+    // Control: without hallpass the loader runs ./evil (its status 66).
+    const bareRun = await new Deno.Command(loader, { args: ["./evil"], cwd: s.project }).output();
+    assertEquals(bareRun.code, 66);
     assertEquals((await hp(["--no-ask", "--", "sh", "-c", "./evil"], s.project)).code, 126);
-    const ask = await askProgram(s.outside, "deny");
-    const r = await hp(["--ask-program", ask, "--", "sh", "-c", `${loader} ./evil`], s.project);
-    // Documented limit: exec mediation decides which programs start; the loader (like any interpreter) then
-    // runs whatever code it is given. Writes and connects of that code stay mediated.
-    assertEquals(r.code, 66, r.stderr);
+    const ask = await askProgram(s.outside, "once");
+    for (const how of [`${loader} ./evil`, "./l ./evil", `${canon} ./evil`]) {
+      const r = await hp(["--ask-program", ask, "--", "sh", "-c", how], s.project);
+      assertEquals(r.code, 126, `${how}: ${r.stderr}`);
+      assert(r.stderr.includes(`denied exec ${canon} (the dynamic loader as a program`), r.stderr);
+    }
+    // Denied, not asked: even an answer of `once` does not run it.
     assertEquals(await readQuestions(`${s.outside}/questions.jsonl`), []);
-    const w = await hp(["--no-ask", "--", "sh", "-c", `${loader} /usr/bin/touch ${s.outside}/x`], s.project);
-    assertEquals(w.code, 1, w.stderr);
-    assert(w.stderr.includes(`denied`) && w.stderr.includes(`${s.outside}/x`), w.stderr);
+    // @system and a tree rule do not allow it; a rule naming the loader does.
+    const tree = await hp(
+      [
+        "--no-ask",
+        "--allow-exec",
+        `${canon.slice(0, canon.lastIndexOf("/"))}/**`,
+        "--",
+        "sh",
+        "-c",
+        `${loader} ./evil`,
+      ],
+      s.project,
+    );
+    assertEquals(tree.code, 126, tree.stderr);
+    // By its canonical path, which the denial's suggestion names.
+    const named = await hp(
+      ["--no-ask", "--allow-exec", canon, "--", "sh", "-c", `${loader} ./evil`],
+      s.project,
+    );
+    assertEquals(named.code, 66, named.stderr);
+    // Programs that use the loader as their interpreter (every dynamic program) are unaffected.
+    assertEquals((await hp(["--no-ask", "--", "sh", "-c", "/usr/bin/true"], s.project)).code, 0);
   } finally {
     await s.cleanup();
   }
