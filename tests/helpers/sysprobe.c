@@ -120,8 +120,9 @@ int main(int argc, char **argv) {
 		return report(ioctl(fd, !strcmp(c, "setflags") ? 0x40086602 : 0x40087602, &v));
 	}
 	if (!strcmp(c, "setflags-race")) {
-		race_fd_file = open(argv[2], O_RDONLY);
-		race_fd_decoy = open(argv[3], O_RDONLY);
+		/* Kept at fds 10 and 11: fd 3 is the one swapped. */
+		race_fd_file = fcntl(open(argv[2], O_RDONLY), F_DUPFD, 10);
+		race_fd_decoy = fcntl(open(argv[3], O_RDONLY), F_DUPFD, 10);
 		if (race_fd_file < 0 || race_fd_decoy < 0) return report(-1);
 		dup2(race_fd_file, 3);
 		pthread_t t;
