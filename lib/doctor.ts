@@ -7,6 +7,19 @@ import { notifSizes, userNotifAvailable } from "../ffi/notify.ts";
 import { libseccompVersion } from "../ffi/seccomp.ts";
 import { launcherPath } from "./run.ts";
 
+/** The capabilities a root-run sandbox keeps (helper/launcher/launcher.c KEEP_CAPS). */
+export const ROOT_KEEPS = [
+  "CHOWN",
+  "DAC_OVERRIDE",
+  "FOWNER",
+  "FSETID",
+  "KILL",
+  "SETGID",
+  "SETUID",
+  "NET_BIND_SERVICE",
+  "AUDIT_WRITE",
+];
+
 export interface Check {
   name: string;
   ok: boolean;
@@ -62,6 +75,19 @@ export function runChecks(): Check[] {
         : "the sandbox can signal your other processes (hallpass included); Linux ≥ 6.12 closes this",
     });
   }
+  if (abi >= 1) {
+    checks.push({
+      name: "Landlock execute floor",
+      ok: true,
+      value: "in force under --no-ask (and without a terminal): only allowed programs can run",
+      advice: undefined,
+    });
+  }
+  checks.push({
+    name: "root in the sandbox keeps",
+    ok: true,
+    value: `${ROOT_KEEPS.join(", ")} (no other capability; system-wide calls refused)`,
+  });
   const notif = userNotifAvailable();
   const sizes = notif ? notifSizes() : null;
   checks.push({

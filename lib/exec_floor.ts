@@ -65,7 +65,8 @@ export function interpreterOf(path: string, cwd: string): string | null {
   }
   if (head[0] !== 0x23 || head[1] !== 0x21) return null;
   const nl = head.indexOf(10);
-  const interp = new TextDecoder().decode(head.subarray(2, nl < 0 ? head.length : nl)).trim().split(/[ \t]/)[0];
+  const interp =
+    new TextDecoder().decode(head.subarray(2, nl < 0 ? head.length : nl)).trim().split(/[ \t]/)[0];
   if (!interp) return null;
   return interp.startsWith("/") ? interp : `${cwd}/${interp}`;
 }
