@@ -7,19 +7,13 @@
  * Names: glibc's ld-linux*.so*, ld-<version>.so, ld.so*, ld64.so.*; musl's ld-musl-*.so.* and the file it links
  * to (libc.musl-*.so.* on Alpine, libc.so in a directory whose path has "musl" in it on Debian's musl).
  */
-const LOADER_NAMES = [
-  /^ld-linux[^/]*\.so(\.[0-9]+)*$/,
-  /^ld-[0-9][^/]*\.so$/,
-  /^ld\.so(\.[0-9]+)*$/,
-  /^ld64\.so(\.[0-9]+)*$/,
-  /^ld-musl-[^/]*\.so(\.[0-9]+)*$/,
-  /^libc\.musl-[^/]*\.so(\.[0-9]+)*$/,
-];
+// One anchored expression on the whole path (no substring, no match object: decide allocates nothing).
+const LOADER =
+  /\/(?:ld-linux[^/]*\.so(?:\.[0-9]+)*|ld-[0-9][^/]*\.so|ld\.so(?:\.[0-9]+)*|ld64\.so(?:\.[0-9]+)*|ld-musl-[^/]*\.so(?:\.[0-9]+)*|libc\.musl-[^/]*\.so(?:\.[0-9]+)*)$/;
 
 /** Whether `path` (canonical, absolute) is a dynamic loader. */
 export function isDynamicLoader(path: string): boolean {
-  const name = path.slice(path.lastIndexOf("/") + 1);
-  if (name === "libc.so") return path.includes("musl");
-  for (const re of LOADER_NAMES) if (re.test(name)) return true;
-  return false;
+  if (!path.includes(".so")) return false;
+  if (path.endsWith("/libc.so")) return path.includes("musl");
+  return LOADER.test(path);
 }

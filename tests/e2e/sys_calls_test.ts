@@ -7,6 +7,7 @@
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { compileHelper, hallpass, isRoot, scratch } from "./harness.ts";
+import { test } from "../helpers/skip.ts";
 
 const ENV = { PATH: "/usr/local/bin:/usr/bin:/bin", LANG: "C" };
 const dec = new TextDecoder();
@@ -158,32 +159,30 @@ Deno.test("system-wide calls are refused (EPERM), as root too", async () => {
   }
 });
 
-Deno.test({
+test({
   name: "root: the sandbox keeps only the file-work capabilities; reboot reaches the kernel without hallpass",
-  // SKIP reason: needs root (the capability sets of a root-run sandbox).
-  ignore: !isRoot(),
-  fn: async () => {
-    const s = await scratch();
-    try {
-      const caps = (await inside(["caps"], s.project)).out;
-      const KEEP = (1n << 0n) | (1n << 1n) | (1n << 3n) | (1n << 4n) | (1n << 5n) | (1n << 6n) | (1n << 7n) |
-        (1n << 10n) | (1n << 29n);
-      for (const set of ["CapBnd", "CapEff", "CapPrm"]) {
-        const v = BigInt("0x" + new RegExp(`^${set}:\\s*([0-9a-f]+)`, "m").exec(caps)![1]);
-        assertEquals(v, KEEP, `${set} ${v.toString(16)}`);
-      }
-      assert(/^CapAmb:\s*0+$/m.test(caps) && /^CapInh:\s*0+$/m.test(caps), caps);
-      // Control: without hallpass, root's reboot with a bad magic reaches the kernel (EINVAL, not EPERM).
-      assertEquals(await bareProbe(["reboot"]), "EINVAL");
-      // chown of a file in the project (tar x restoring owners) still works.
-      const r = await hallpass(["--no-ask", "--", "sh", "-c", "touch f && chown 1234:1234 f"], {
-        cwd: s.project,
-        env: ENV,
-      });
-      assertEquals(r.code, 0, r.stderr);
-      assertEquals(Deno.statSync(`${s.project}/f`).uid, 1234);
-    } finally {
-      await s.cleanup();
+  ignore: isRoot() ? undefined : { reason: "needs root (the capability sets of a root-run sandbox)" },
+}, async () => {
+  const s = await scratch();
+  try {
+    const caps = (await inside(["caps"], s.project)).out;
+    const KEEP = (1n << 0n) | (1n << 1n) | (1n << 3n) | (1n << 4n) | (1n << 5n) | (1n << 6n) | (1n << 7n) |
+      (1n << 10n) | (1n << 29n);
+    for (const set of ["CapBnd", "CapEff", "CapPrm"]) {
+      const v = BigInt("0x" + new RegExp(`^${set}:\\s*([0-9a-f]+)`, "m").exec(caps)![1]);
+      assertEquals(v, KEEP, `${set} ${v.toString(16)}`);
     }
-  },
+    assert(/^CapAmb:\s*0+$/m.test(caps) && /^CapInh:\s*0+$/m.test(caps), caps);
+    // Control: without hallpass, root's reboot with a bad magic reaches the kernel (EINVAL, not EPERM).
+    assertEquals(await bareProbe(["reboot"]), "EINVAL");
+    // chown of a file in the project (tar x restoring owners) still works.
+    const r = await hallpass(["--no-ask", "--", "sh", "-c", "touch f && chown 1234:1234 f"], {
+      cwd: s.project,
+      env: ENV,
+    });
+    assertEquals(r.code, 0, r.stderr);
+    assertEquals(Deno.statSync(`${s.project}/f`).uid, 1234);
+  } finally {
+    await s.cleanup();
+  }
 });
