@@ -16,7 +16,7 @@
  *   sysprobe child-nice N             fork a child, renice it to N, print its nice as seen by the kernel
  *   sysprobe add-key NAME             add_key("user", NAME, "planted", @u)
  *   sysprobe find-key NAME            keyctl(KEYCTL_SEARCH, @u, "user", NAME): "ok" when found
- *   sysprobe setflags FILE FLAGS      open FILE read-only, FS_IOC_SETFLAGS to FLAGS (hex)
+ *   sysprobe setflags FILE FLAGS      open FILE read-only, FS_IOC_SETFLAGS adding FLAGS (hex)
  *   sysprobe setflags-race FILE DECOY SECONDS   FS_IOC_SETFLAGS +A on fd 3 while a thread dup2s DECOY/FILE
  *   sysprobe setversion FILE N        open FILE read-only, FS_IOC_SETVERSION
  *   sysprobe reboot | sethostname | bpf | syslog | unshare-ns | mknod-block FILE | raw-socket | caps
@@ -117,6 +117,10 @@ int main(int argc, char **argv) {
 		int fd = open(argv[2], O_RDONLY);
 		if (fd < 0) return report(-1);
 		int v = (int)strtol(argv[3], NULL, 16);
+		if (!strcmp(c, "setflags")) {
+			int old = 0; /* keep what is set (ext4's extents flag cannot be cleared this way) */
+			if (ioctl(fd, 0x80086601 /* FS_IOC_GETFLAGS */, &old) == 0) v |= old;
+		}
 		return report(ioctl(fd, !strcmp(c, "setflags") ? 0x40086602 : 0x40087602, &v));
 	}
 	if (!strcmp(c, "setflags-race")) {
@@ -129,8 +133,10 @@ int main(int argc, char **argv) {
 		pthread_create(&t, 0, swapper, 0);
 		time_t end = time(NULL) + atoi(argv[4]);
 		long n = 0;
+		int old = 0;
+		ioctl(race_fd_file, 0x80086601 /* FS_IOC_GETFLAGS */, &old);
 		while (time(NULL) < end) {
-			int v = 0x80; /* FS_NOATIME_FL */
+			int v = old | 0x80; /* FS_NOATIME_FL */
 			ioctl(3, 0x40086602, &v);
 			n++;
 		}
