@@ -11,6 +11,7 @@ export function prebuiltFilterName(mediateConnect: boolean): string {
 /** The sources the program is made from: a prebuilt program older than any of them is stale. */
 export const FILTER_SOURCES = [
   "lib/filter_plan.ts",
+  "lib/filter_sys.ts",
   "lib/syscall_table.ts",
   "lib/filter_build.ts",
   "lib/filter_files.ts",
