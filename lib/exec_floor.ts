@@ -10,9 +10,11 @@
  * Not with a person (or an ask program): an answer can allow any program, including memfds and files the
  * person lets the sandbox write later, which no ruleset fixed at start can hold.
  */
-import { Policy } from "./policy.ts";
+import { expandGroup } from "./exec_groups.ts";
+import { parsePathScope } from "./path_scope.ts";
 import { lookupInPath } from "./path_lookup.ts";
 import type { Plan } from "./plan.ts";
+import type { PathScope } from "./types.ts";
 
 export interface ExecFloorEntry {
   kind: "tree" | "exact";
@@ -22,19 +24,30 @@ export interface ExecFloorEntry {
 /** The trees and files the kernel lets the sandbox execute, for a plan run without a person. */
 export function execFloor(plan: Plan): ExecFloorEntry[] {
   const lookup = (p: string) => lookupInPath(p, plan.pathEnv);
-  const policy = new Policy(plan.rules, { home: plan.home, cwd: plan.cwd, lookup });
   const out: ExecFloorEntry[] = [];
   const add = (e: ExecFloorEntry) => {
     if (!out.some((o) => o.kind === e.kind && o.path === e.path)) out.push(e);
   };
-  for (const e of policy.pathEntries("exec")) {
-    if (e.effect !== "allow" || e.expiresAt !== Infinity) continue;
-    // A pattern (`DIR/x*`): the directory before its first wildcard, whole.
-    const glob = e.path.search(/[*?[]/);
-    if (glob >= 0) {
-      const dir = e.path.slice(0, e.path.lastIndexOf("/", glob)) || "/";
-      add({ kind: "tree", path: dir });
-    } else add({ kind: e.tree ? "tree" : "exact", path: e.path });
+  for (const r of plan.rules) {
+    if (r.op !== "exec" || r.effect !== "allow" || r.expiresAt !== undefined) continue;
+    // The targets as lib/policy.ts compiles them (kept in step by tests/exec_floor_unit_test.ts).
+    let scopes: PathScope[];
+    try {
+      const t = r.target;
+      if (t.startsWith("@")) scopes = expandGroup(t, lookup);
+      else if (t.length > 0 && !t.includes("/") && t !== "~") {
+        const p = lookup(t);
+        scopes = p !== null && p.startsWith("/") ? [parsePathScope(p, { cwd: "/" })] : [];
+      } else scopes = [parsePathScope(t, { cwd: plan.cwd, home: plan.home })];
+    } catch {
+      continue; // a target the policy refuses allows nothing
+    }
+    for (const sc of scopes) {
+      // A pattern (`DIR/x*`): the directory before its first wildcard, whole.
+      const glob = sc.path.search(/[*?[]/);
+      if (glob >= 0) add({ kind: "tree", path: sc.path.slice(0, sc.path.lastIndexOf("/", glob)) || "/" });
+      else add({ kind: sc.kind === "tree" ? "tree" : "exact", path: sc.path });
+    }
   }
   // The command hallpass starts (the person named it), and the interpreters of a script, as the kernel runs
   // them (up to its 4 levels).

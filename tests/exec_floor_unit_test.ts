@@ -1,0 +1,53 @@
+// The execute floor (lib/exec_floor.ts) holds every program the policy allows without a person: each compiled
+// exec allow of lib/policy.ts (groups and names expanded) is inside a floor entry.
+import { strict as assert } from "node:assert";
+import { execFloor } from "../lib/exec_floor.ts";
+import { Policy } from "../lib/policy.ts";
+import { lookupInPath } from "../lib/path_lookup.ts";
+import { scopeCovers } from "../lib/path_scope.ts";
+import type { Plan } from "../lib/plan.ts";
+import type { Rule } from "../lib/types.ts";
+
+const src = { kind: "cli" as const, option: "--allow-exec" };
+const rule = (target: string, extra: Partial<Rule> = {}): Rule => ({
+  effect: "allow",
+  op: "exec",
+  target,
+  source: src,
+  ...extra,
+});
+
+Deno.test("the execute floor covers every exec allow the policy compiles, and nothing with a duration", () => {
+  const pathEnv = "/usr/local/bin:/usr/bin:/bin";
+  const rules: Rule[] = [
+    rule("@system"),
+    rule("@shells"),
+    rule("@coreutils"),
+    rule("/opt/tools/**"),
+    rule("/srv/app/run.sh"),
+    rule("sh"),
+    rule("/tmp/timed/**", { expiresAt: Date.now() + 60_000 }),
+    { effect: "deny", op: "exec", target: "/usr/bin/curl", source: src },
+  ];
+  const plan = {
+    project: "/p",
+    home: "/home/me",
+    cwd: "/p",
+    rules,
+    floor: [],
+    program: "/usr/bin/true",
+    argv: ["true"],
+    pathEnv,
+    userRulesFile: "/home/me/.config/hallpass/rules",
+  } satisfies Plan;
+  const floor = execFloor(plan);
+  const lookup = (p: string) => lookupInPath(p, pathEnv);
+  const policy = new Policy(rules, { home: plan.home, cwd: plan.cwd, lookup });
+  for (const e of policy.pathEntries("exec")) {
+    if (e.effect !== "allow" || e.expiresAt !== Infinity) continue;
+    const probe = e.tree ? `${e.path}/x` : e.path.replace(/[*?[].*$/, "y");
+    assert.ok(floor.some((f) => scopeCovers(f, probe)), `${e.path} (${probe}) is not in the floor`);
+  }
+  assert.ok(floor.some((f) => f.path === "/usr/bin/true"), "the command");
+  assert.ok(!floor.some((f) => f.path.startsWith("/tmp/timed")), "a rule with a duration");
+});
