@@ -26,6 +26,13 @@ export function execFloor(plan: Plan): ExecFloorEntry[] {
   const lookup = (p: string) => lookupInPath(p, plan.pathEnv);
   const out: ExecFloorEntry[] = [];
   const add = (e: ExecFloorEntry) => {
+    // A rule may name a program that does not exist yet (`--allow-exec ./build/app` before the build): Landlock
+    // can only name what exists, so its nearest existing directory is granted whole (docs/exec.md).
+    if (!exists(e.path)) {
+      let dir = e.path;
+      do dir = dir.slice(0, Math.max(dir.lastIndexOf("/"), 1)); while (dir !== "/" && !exists(dir));
+      e = { kind: "tree", path: dir };
+    }
     if (!out.some((o) => o.kind === e.kind && o.path === e.path)) out.push(e);
   };
   for (const r of plan.rules) {
@@ -59,6 +66,15 @@ export function execFloor(plan: Plan): ExecFloorEntry[] {
   const request = lookup("hallpass-request");
   if (request !== null && request.startsWith("/")) add({ kind: "exact", path: request });
   return out;
+}
+
+function exists(p: string): boolean {
+  try {
+    Deno.statSync(p);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The `#!` interpreter of a file, or null. */

@@ -26,6 +26,7 @@ Deno.test("the execute floor covers every exec allow the policy compiles, and no
     rule("/opt/tools/**"),
     rule("/srv/app/run.sh"),
     rule("sh"),
+    rule("/usr/no-such-dir-hallpass/app"),
     rule("/tmp/timed/**", { expiresAt: Date.now() + 60_000 }),
     { effect: "deny", op: "exec", target: "/usr/bin/curl", source: src },
   ];
@@ -49,5 +50,8 @@ Deno.test("the execute floor covers every exec allow the policy compiles, and no
     assert.ok(floor.some((f) => scopeCovers(f, probe)), `${e.path} (${probe}) is not in the floor`);
   }
   assert.ok(floor.some((f) => f.path === "/usr/bin/true"), "the command");
+  // Not there yet: its nearest existing directory, whole.
+  assert.ok(floor.some((f) => f.kind === "tree" && f.path === "/usr"), JSON.stringify(floor));
+  assert.ok(!floor.some((f) => f.path.includes("no-such-dir")));
   assert.ok(!floor.some((f) => f.path.startsWith("/tmp/timed")), "a rule with a duration");
 });
