@@ -11,7 +11,7 @@
  * person lets the sandbox write later, which no ruleset fixed at start can hold.
  */
 import { expandGroup } from "./exec_groups.ts";
-import { parsePathScope } from "./path_scope.ts";
+import { parsePathScope, scopeCovers } from "./path_scope.ts";
 import { lookupInPath } from "./path_lookup.ts";
 import type { Plan } from "./plan.ts";
 import type { PathScope } from "./types.ts";
@@ -26,11 +26,17 @@ export function execFloor(plan: Plan): ExecFloorEntry[] {
   const lookup = (p: string) => lookupInPath(p, plan.pathEnv);
   const out: ExecFloorEntry[] = [];
   const add = (e: ExecFloorEntry) => {
-    // A rule may name a program that does not exist yet (`--allow-exec ./build/app` before the build): Landlock
-    // can only name what exists, so its nearest existing directory is granted whole (docs/exec.md).
     if (!exists(e.path)) {
+      // A rule may name a program that does not exist yet (`--allow-exec ./build/app` before the build).
+      // Landlock can only name what exists: inside the write floor, where the program will appear without the
+      // supervisor, the floor's directory holding it is granted whole (docs/exec.md); elsewhere nothing (a
+      // missing @system tree such as /lib32 grants nothing).
+      const w = plan.floor.find((f) => f.kind === "tree" && scopeCovers(f, e.path));
+      if (!w) return;
       let dir = e.path;
-      do dir = dir.slice(0, Math.max(dir.lastIndexOf("/"), 1)); while (dir !== "/" && !exists(dir));
+      do dir = dir.slice(0, Math.max(dir.lastIndexOf("/"), 1)); while (
+        dir.length > w.path.length && !exists(dir)
+      );
       e = { kind: "tree", path: dir };
     }
     if (!out.some((o) => o.kind === e.kind && o.path === e.path)) out.push(e);

@@ -19,6 +19,7 @@ const rule = (target: string, extra: Partial<Rule> = {}): Rule => ({
 
 Deno.test("the execute floor covers every exec allow the policy compiles, and nothing with a duration", () => {
   const pathEnv = "/usr/local/bin:/usr/bin:/bin";
+  const tmp = Deno.makeTempDirSync({ prefix: "hallpass-floor-" });
   const rules: Rule[] = [
     rule("@system"),
     rule("@shells"),
@@ -27,6 +28,7 @@ Deno.test("the execute floor covers every exec allow the policy compiles, and no
     rule("/srv/app/run.sh"),
     rule("sh"),
     rule("/usr/no-such-dir-hallpass/app"),
+    rule(`${tmp}/build/app`),
     rule("/tmp/timed/**", { expiresAt: Date.now() + 60_000 }),
     { effect: "deny", op: "exec", target: "/usr/bin/curl", source: src },
   ];
@@ -35,7 +37,7 @@ Deno.test("the execute floor covers every exec allow the policy compiles, and no
     home: "/home/me",
     cwd: "/p",
     rules,
-    floor: [],
+    floor: [{ kind: "tree", path: tmp }],
     program: "/usr/bin/true",
     argv: ["true"],
     pathEnv,
@@ -46,12 +48,23 @@ Deno.test("the execute floor covers every exec allow the policy compiles, and no
   const policy = new Policy(rules, { home: plan.home, cwd: plan.cwd, lookup });
   for (const e of policy.pathEntries("exec")) {
     if (e.effect !== "allow" || e.expiresAt !== Infinity) continue;
+    // A path that does not exist outside the write floor cannot hold a program the sandbox runs.
+    const there = (() => {
+      try {
+        Deno.statSync(e.path);
+        return true;
+      } catch {
+        return e.path.startsWith(tmp + "/");
+      }
+    })();
+    if (!there) continue;
     const probe = e.tree ? `${e.path}/x` : e.path.replace(/[*?[].*$/, "y");
     assert.ok(floor.some((f) => scopeCovers(f, probe)), `${e.path} (${probe}) is not in the floor`);
   }
   assert.ok(floor.some((f) => f.path === "/usr/bin/true"), "the command");
-  // Not there yet: its nearest existing directory, whole.
-  assert.ok(floor.some((f) => f.kind === "tree" && f.path === "/usr"), JSON.stringify(floor));
-  assert.ok(!floor.some((f) => f.path.includes("no-such-dir")));
+  // Not there yet: in the write floor, its nearest existing directory, whole; elsewhere nothing, never "/".
+  assert.ok(floor.some((f) => f.kind === "tree" && f.path === tmp), JSON.stringify(floor));
+  assert.ok(!floor.some((f) => f.path.includes("no-such-dir") || f.path === "/"), JSON.stringify(floor));
+  Deno.removeSync(tmp);
   assert.ok(!floor.some((f) => f.path.startsWith("/tmp/timed")), "a rule with a duration");
 });
