@@ -339,8 +339,8 @@ export class Policy {
     if (target.charCodeAt(0) !== 47) return DENY_NOT_ABSOLUTE;
     const index = op === "write" ? this.#write : this.#exec;
     const best = index.best(target, now, op === "exec" ? this.#opts.isWritable : undefined, null);
-    // 6. The dynamic loader: allowed only by a rule naming it (not @system, not a tree).
-    if (op === "exec" && (best === null || (!best.deny && (best.tree || best.conditional)))) {
+    // 6. The dynamic loader: allowed only by a rule naming it (not @system, a tree or a glob).
+    if (op === "exec" && (best === null || (!best.deny && (best.tree || best.conditional || best.glob)))) {
       if (isDynamicLoader(target)) return DENY_LOADER;
     }
     if (best !== null) return best.decision;

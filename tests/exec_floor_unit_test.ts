@@ -20,6 +20,7 @@ const rule = (target: string, extra: Partial<Rule> = {}): Rule => ({
 Deno.test("the execute floor covers every exec allow the policy compiles, and nothing with a duration", () => {
   const pathEnv = "/usr/local/bin:/usr/bin:/bin";
   const tmp = Deno.makeTempDirSync({ prefix: "hallpass-floor-" });
+  Deno.mkdirSync(`${tmp}/bin`);
   const rules: Rule[] = [
     rule("@system"),
     rule("@shells"),
@@ -29,6 +30,7 @@ Deno.test("the execute floor covers every exec allow the policy compiles, and no
     rule("sh"),
     rule("/usr/no-such-dir-hallpass/app"),
     rule(`${tmp}/build/app`),
+    rule(`${tmp}/bin/x*`),
     rule("/tmp/timed/**", { expiresAt: Date.now() + 60_000 }),
     { effect: "deny", op: "exec", target: "/usr/bin/curl", source: src },
   ];
@@ -65,6 +67,7 @@ Deno.test("the execute floor covers every exec allow the policy compiles, and no
   // Not there yet: in the write floor, its nearest existing directory, whole; elsewhere nothing, never "/".
   assert.ok(floor.some((f) => f.kind === "tree" && f.path === tmp), JSON.stringify(floor));
   assert.ok(!floor.some((f) => f.path.includes("no-such-dir") || f.path === "/"), JSON.stringify(floor));
-  Deno.removeSync(tmp);
+  assert.ok(floor.some((f) => f.kind === "tree" && f.path === `${tmp}/bin`), "a glob grants its directory");
+  Deno.removeSync(tmp, { recursive: true });
   assert.ok(!floor.some((f) => f.path.startsWith("/tmp/timed")), "a rule with a duration");
 });

@@ -153,6 +153,7 @@ Deno.test(
       2,
     ],
     ["allow exec /lib64/**", "exec", "/lib64/ld-linux-x86-64.so.2", "deny", 0],
+    ["allow exec /lib64/ld-*", "exec", "/lib64/ld-linux-x86-64.so.2", "deny", 0],
     ["allow exec @system", "exec", "/usr/lib/musl/lib/libc.so", "deny", 0],
     ["allow exec @system", "exec", "/lib/ld-musl-x86_64.so.1", "deny", 0],
     ["allow exec @system", "exec", "/usr/lib/libc.so.6", "allow", 1],
