@@ -243,21 +243,22 @@ export async function readMaster(
 }
 
 /**
- * Waits on the calling thread (blocking it) up to `ms` for `fd` to be readable; true when it is (or has hung up:
- * the next read then says so). For short waits in a burst of copying only.
+ * Waits on the calling thread (blocking it) up to `ms` for `fd` to have data; false on a timeout or a hang-up
+ * without data. For short waits in a burst of copying only.
  */
 export function readableWithin(fd: number, ms: number): boolean {
   const pfd = new Uint8Array(8);
   const view = new DataView(pfd.buffer);
   view.setInt32(0, fd, true);
   view.setInt16(4, POLLIN, true);
-  return libc().poll_now(pfd, 1n, ms) > 0;
+  return libc().poll_now(pfd, 1n, ms) > 0 && (view.getInt16(6, true) & POLLIN) !== 0;
 }
 
 /** Reads what a non-blocking fd (the pty master) holds right now, without waiting: empty when nothing. */
-export function readMasterNow(fd: number, max = 65536): Uint8Array {
+export function readMasterNow(fd: number, max: number | Uint8Array = 65536): Uint8Array {
   const c = libc();
-  const buf = new Uint8Array(max);
+  // A scratch buffer may be passed (reused: a fresh 64 KiB per read costs more than the read).
+  const buf = typeof max === "number" ? new Uint8Array(max) : max;
   const n = Number(c.read(fd, buf, BigInt(buf.length)));
   return n > 0 ? buf.slice(0, n) : new Uint8Array(0);
 }

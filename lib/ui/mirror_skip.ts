@@ -26,11 +26,6 @@ export interface Skip {
 
 const ESC = 0x1b, LF = 0x0a, CR = 0x0d;
 
-/** True for bytes plain text may hold: printable, UTF-8 (not C1), TAB, BS, BEL, CR, DEL. */
-function plain(b: number): boolean {
-  return b >= 0x20 || b === 0x09 || b === 0x08 || b === 0x07 || b === CR;
-}
-
 /** End of the escape sequence at `i` (ESC at `i`), or -1 when it does not end in `buf`. */
 function escEnd(buf: Uint8Array, i: number): number {
   const n = buf.length;
@@ -64,48 +59,58 @@ function isSgr(buf: Uint8Array, i: number, end: number): boolean {
   return true;
 }
 
+/**
+ * Where the state is last changed by something other than plain text and SGR: the index after it (0: nowhere);
+ * -1 when that is an escape sequence unfinished in `buf`, or a C1 control (not worth following). Scans back
+ * from the end and stops at the first such byte (BEL counts: it ends OSC strings).
+ */
+function lastStateChange(buf: Uint8Array): number {
+  for (let i = buf.length - 1; i >= 0; i--) {
+    const c = buf[i];
+    if (c >= 0x20) {
+      if (c <= 0x9f && c >= 0x80 && i > 0 && buf[i - 1] === 0xc2) return -1;
+      continue;
+    }
+    if (c === LF || c === CR || c === 0x09 || c === 0x08) continue;
+    if (c !== ESC) return i + 1;
+    const end = escEnd(buf, i);
+    if (end < 0) return -1;
+    if (!isSgr(buf, i, end)) return end;
+  }
+  return 0;
+}
+
 /** The skip for `buf` (see the module comment), or null when there is none worth taking. */
 export function findSkip(buf: Uint8Array, rows: number, scrollback: number): Skip | null {
-  let head = 0;
-  const sgr: [number, number][] = [];
-  const lfs: number[] = [];
-  for (let i = 0; i < buf.length;) {
-    const b = buf[i];
-    if (b === LF) {
-      lfs.push(i);
-      i++;
-    } else if (b === 0xc2 && i + 1 < buf.length && buf[i + 1] >= 0x80 && buf[i + 1] <= 0x9f) {
-      return null; // a C1 control (UTF-8 encoded): may open a string; not worth following
-    } else if (plain(b)) {
-      i++;
-    } else if (b === ESC) {
-      const end = escEnd(buf, i);
-      if (end < 0) return null;
-      if (isSgr(buf, i, end)) sgr.push([i, end]);
-      else {
-        head = end;
-        sgr.length = 0;
-        lfs.length = 0;
-      }
-      i = end;
-    } else { // another C0 control (SO, SI, VT, FF, …): changes state
-      head = i + 1;
-      sgr.length = 0;
-      lfs.length = 0;
-      i++;
-    }
+  const head = lastStateChange(buf);
+  if (head < 0) return null;
+  // The cut: after the line feed that has rows + scrollback line feeds after it, preceded by CR (column 1),
+  // with at least `rows` line feeds between head and it (the cursor is on the bottom row by then).
+  let lf = buf.length;
+  for (let n = 0; n <= rows + scrollback; n++) {
+    lf = lf > 0 ? buf.lastIndexOf(LF, lf - 1) : -1;
+    if (lf < head) return null;
   }
-  // The cut is right after the k-th line feed (1-based) of the plain run: k ≥ rows (the cursor is on the bottom
-  // row by then), with ≥ rows + scrollback line feeds after it, and the line feed preceded by CR (column 1).
-  let k = lfs.length - (rows + scrollback);
-  while (k >= rows && !(lfs[k - 1] > 0 && buf[lfs[k - 1] - 1] === CR)) k--;
-  if (k < rows) return null;
-  const tail = lfs[k - 1] + 1;
-  const kept = sgr.filter(([, e]) => e <= tail);
+  while (lf > head && buf[lf - 1] !== CR) lf = buf.lastIndexOf(LF, lf - 1);
+  if (lf <= head) return null;
+  const tail = lf + 1;
+  let before = lf;
+  for (let n = 1; n < rows; n++) {
+    before = before > 0 ? buf.lastIndexOf(LF, before - 1) : -1;
+    if (before < head) return null;
+  }
+  // The SGR sequences of [head, tail), from the last one that resets everything (`ESC [ m`, `ESC [ 0 ; … m`).
+  const sgr: [number, number][] = [];
+  for (let i = buf.indexOf(ESC, head); i >= 0 && i < tail; i = buf.indexOf(ESC, i + 1)) {
+    const end = escEnd(buf, i);
+    const p = buf[i + 2];
+    if (p === 0x6d || (p === 0x30 && (buf[i + 3] === 0x6d || buf[i + 3] === 0x3b))) sgr.length = 0;
+    sgr.push([i, end]);
+  }
   const cup = new TextEncoder().encode(`\x1b[${rows};1H`);
-  const replacement = new Uint8Array(kept.reduce((n, [s, e]) => n + e - s, 0) + cup.length);
+  const replacement = new Uint8Array(sgr.reduce((n, [s, e]) => n + e - s, 0) + cup.length);
   let o = 0;
-  for (const [s, e] of kept) {
+  for (const [s, e] of sgr) {
     replacement.set(buf.subarray(s, e), o);
     o += e - s;
   }

@@ -97,6 +97,16 @@ function writeAllSync(bytes: Uint8Array): void {
   while (bytes.length > 0) bytes = bytes.subarray(Deno.stdout.writeSync(bytes));
 }
 
+function concatBytes(parts: Uint8Array[], total: number): Uint8Array {
+  const out = new Uint8Array(total);
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
 /** Writes all of `data` to stdout. */
 async function writeStdout(data: Uint8Array | string): Promise<void> {
   let bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
@@ -294,28 +304,38 @@ export class PtySession implements BarHost {
 
   async #pumpOutput(): Promise<void> {
     const signal = this.#stop.signal;
+    const scratch = new Uint8Array(65536);
     await this.#cursorKnown;
     for (;;) {
       if (this.gate.shouldPause()) await this.gate.whenFlowing();
       const chunk = await readMaster(this.#master, { signal, sliceMs: 100 });
       if (chunk === null) break;
       if (this.gate.outputNow(chunk, writeAllSync)) {
-        // A burst: copy what the master holds right now, synchronously, for a while (the event loop waits;
-        // the supervisor runs in its own thread). Much faster than a trip through the event loop per read.
+        // A burst: copy what the master holds, synchronously, for up to 20 ms (the event loop waits; the
+        // supervisor runs in its own thread), in writes of up to 64 KiB: a trip through the event loop per read
+        // and a write per 4 KiB read made the pty path 2-3 times slower than bare.
         const until = performance.now() + 20;
+        const parts: Uint8Array[] = [];
+        let total = 0;
+        const flush = () => {
+          if (total === 0) return;
+          const all = parts.length === 1 ? parts[0] : concatBytes(parts, total);
+          parts.length = 0;
+          total = 0;
+          if (!this.gate.outputNow(all, writeAllSync)) this.gate.output(all);
+        };
         while (performance.now() < until) {
-          let more: Uint8Array;
-          try {
-            more = readMasterNow(this.#master);
-          } catch {
-            break;
+          const more = readMasterNow(this.#master, scratch);
+          if (more.length > 0) {
+            parts.push(more);
+            total += more.length;
+            if (total >= 65536) flush();
+            continue;
           }
-          if (more.length === 0 && readableWithin(this.#master, 2)) continue;
-          if (more.length === 0 || !this.gate.outputNow(more, writeAllSync)) {
-            if (more.length > 0) this.gate.output(more);
-            break;
-          }
+          flush();
+          if (!readableWithin(this.#master, 2)) break;
         }
+        flush();
         continue;
       }
       this.gate.output(chunk);
