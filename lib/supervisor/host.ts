@@ -236,8 +236,9 @@ export class SupervisorHost {
   /**
    * One question per thing: identical questions pending share one answer (any process); and the same process
    * asking the same thing again right after an answer (`less` retrying its history file, a library retrying
-   * an open) gets that answer again for REUSE_MS instead of a new question. `once` and `deny` are what can be
-   * reused (the other answers make rules, which decide the next call themselves); never a hallpass-request.
+   * an open after a refusal) gets that `deny` again for REUSE_MS instead of a new question. Only a deny: `[o]`
+   * means one operation, and a second identical write is a second operation that asks again; the other answers
+   * make rules, which decide the next call themselves. Never a hallpass-request.
    */
   #ask(q: Question, key: string): void {
     const now = Date.now();
@@ -261,7 +262,7 @@ export class SupervisorHost {
       this.#aborts.delete(q.id);
       this.#o.summary.answered(q, a);
       if ((a.kind === "always" || a.kind === "never") && q.syscall !== "request") this.#save(q, a);
-      if ((a.kind === "once" || a.kind === "deny") && q.syscall !== "request" && a.by !== "withdrawn") {
+      if (a.kind === "deny" && q.syscall !== "request" && a.by !== "withdrawn") {
         const until = Date.now() + REUSE_MS;
         if (this.#recent.size > 1000) {
           for (const [k, v] of this.#recent) if (v.until <= Date.now()) this.#recent.delete(k);
