@@ -5,7 +5,8 @@
  *   123 with --fail-on-deny: the command exited 0 but something was denied (lib/fail_on_deny.ts)
  */
 import { HELP, parseCommandLine, VERSION } from "./lib/cli.ts";
-import { CommandError, makePlan } from "./lib/plan.ts";
+import { CommandError, makePlan, projectStateDir } from "./lib/plan.ts";
+import { projectRulesNotice } from "./lib/project_rules.ts";
 import { HallpassError, runSandbox } from "./lib/run.ts";
 import { UsageError } from "./lib/types.ts";
 import { RulesError } from "./lib/rules_file.ts";
@@ -60,6 +61,10 @@ async function main(argv: string[]): Promise<number> {
     }
     case "run": {
       const plan = makePlan(inv.opts, (k) => Deno.env.get(k));
+      const notice = plan.projectRules
+        ? projectRulesNotice(plan.project, plan.projectRules, projectStateDir(plan.userRulesFile))
+        : null;
+      if (notice) console.error(notice);
       const interactive = Deno.stdin.isTerminal() && Deno.stdout.isTerminal();
       return await runSandbox(inv.opts, plan, interactive);
     }

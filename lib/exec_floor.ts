@@ -31,7 +31,7 @@ export function execFloor(plan: Plan): ExecFloorEntry[] {
       // Landlock can only name what exists: inside the write floor, where the program will appear without the
       // supervisor, the floor's directory holding it is granted whole (docs/exec.md); elsewhere nothing (a
       // missing @system tree such as /lib32 grants nothing).
-      const w = plan.floor.find((f) => f.kind === "tree" && scopeCovers(f, e.path));
+      const w = (plan.writeGrants ?? plan.floor).find((f) => f.kind === "tree" && scopeCovers(f, e.path));
       if (!w) return;
       let dir = e.path;
       do dir = dir.slice(0, Math.max(dir.lastIndexOf("/"), 1)); while (

@@ -4,7 +4,7 @@
  * changes.
  */
 import type { CliOptions } from "./cli.ts";
-import { globDir, parsePathScope } from "./path_scope.ts";
+import { globDir, normalizePath, parsePathScope } from "./path_scope.ts";
 import { parseRules, parseRuleTarget } from "./rules_file.ts";
 import { lookupInPath } from "./path_lookup.ts";
 import { type Rule, UsageError } from "./types.ts";
@@ -12,21 +12,40 @@ import { FS, type LandlockRuleset, NET, SCOPE } from "../ffi/landlock.ts";
 import { formatScope } from "./path_scope.ts";
 import { agentRules, shellHistoryRules } from "./agents.ts";
 import { builtinConnectRules } from "./socket_policy.ts";
+import { findProtectedPaths, holesOf, type ProtectedPath, realProtectFs } from "./protected_paths.ts";
+import { readProjectRules } from "./project_rules.ts";
+import { carve, type CarveFs } from "./landlock_carve.ts";
+import { realCarveFs } from "./carve_fs.ts";
 
 export interface Plan {
   project: string;
   home: string;
   cwd: string;
   rules: Rule[];
-  floor: { kind: "exact" | "tree"; path: string }[];
+  /**
+   * What the Landlock floor grants: trees and single files. Carved (lib/write_floor.ts) so that no protected
+   * path and no deny rule lies in it; `nofollow`: a carved entry, opened without following a symlink.
+   */
+  floor: { kind: "exact" | "tree"; path: string; nofollow?: boolean }[];
+  /** The write floor before the carve: the trees the person granted (lib/exec_floor.ts grants inside them). */
+  writeGrants?: { kind: "exact" | "tree"; path: string }[];
+  /** Directories on the way to a hole: entries created there after start are outside the floor. */
+  carved?: string[];
+  /** Paths that ask even where the sandbox may write (lib/protected_paths.ts). */
+  protected?: ProtectedPath[];
+  /** The project's rules file as read (for the notice at start). */
+  projectRules?: { file: string; text: string | null };
   program: string;
   argv: string[];
   pathEnv: string;
   userRulesFile: string;
 }
 
-/** Devices every program may write (SPEC §3). The terminal of fds 0-2 is added when it is one. */
-export const DEVICES = ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx"];
+/**
+ * Devices every program may write (SPEC §3). The terminal of fds 0-2 is added when it is one; a pty under
+ * /dev/pts only when it is the sandbox's own (lib/run.ts: {@link addTerminal}).
+ */
+export const DEVICES = ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts/ptmx"];
 
 export function isDir(p: string): boolean {
   try {
@@ -39,6 +58,11 @@ export function isDir(p: string): boolean {
 export function userRulesPath(env: (k: string) => string | undefined, home: string): string {
   const xdg = env("XDG_CONFIG_HOME");
   return `${xdg && xdg.startsWith("/") ? xdg : home + "/.config"}/hallpass/rules`;
+}
+
+/** Where hallpass remembers each project's rules file (for the notice when it changed): beside the saved rules. */
+export function projectStateDir(userRulesFile: string): string {
+  return `${userRulesFile.slice(0, userRulesFile.lastIndexOf("/"))}/projects`;
 }
 
 export function readRulesFile(
@@ -63,7 +87,9 @@ export function readRulesFile(
       return file;
     }
   })();
-  const inProject = real === opts.project || real.startsWith(opts.project + "/");
+  // A project file by where it sits or where it leads: either way the sandbox may have written it.
+  const abs = normalizePath(file, opts.cwd);
+  const inProject = [real, abs].some((p) => p === opts.project || p.startsWith(opts.project + "/"));
   return parseRules(text, {
     file,
     project: inProject,
@@ -105,14 +131,6 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
       source: { kind: "builtin", what: "terminal and null devices" },
     });
   }
-  floor.push({ kind: "tree", path: "/dev/pts" });
-  rules.push({
-    effect: "allow",
-    op: "write",
-    target: "/dev/pts/**",
-    source: { kind: "builtin", what: "terminals" },
-  });
-
   for (const p of o.allowPaths) {
     let s;
     try {
@@ -190,18 +208,101 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
     if (e instanceof UsageError) throw e;
   }
   for (const f of o.rulesFiles) rules.push(...readRulesFile(f, fileOpts));
-  const projectRules = `${project}/.hallpass/rules`;
-  try {
-    if (Deno.statSync(projectRules).isFile) rules.push(...readRulesFile(projectRules, fileOpts));
-  } catch (e) {
-    if (e instanceof UsageError) throw e;
+  // The project's file is a project file by where it sits (never read through a symlink): it only narrows.
+  const projectRules = readProjectRules(project);
+  if (projectRules.text !== null) {
+    rules.push(...parseRules(projectRules.text, {
+      file: projectRules.file,
+      project: true,
+      cwd,
+      home,
+      isDir,
+      lookup: (p) => lookupInPath(p, pathEnv),
+    }));
   }
+
+  const xdgConfig = env("XDG_CONFIG_HOME");
+  const prot = findProtectedPaths({
+    project,
+    home,
+    xdgConfig: xdgConfig && xdgConfig.startsWith("/") ? xdgConfig : undefined,
+    rulesFiles: o.rulesFiles.map((f) => f.startsWith("/") ? f : `${cwd}/${f}`),
+  }, realProtectFs);
+  const carvedFloor = carveFloor(floor, [
+    ...holesOf(prot, isDir),
+    // Deny rules inside the floor are holes too: a write there can never be continued.
+    ...rules.filter((r) => r.op === "write" && r.effect === "deny").map((r) => {
+      try {
+        return parsePathScope(r.target, { cwd: "/" }).path;
+      } catch {
+        return null;
+      }
+    }).filter((p): p is string => p !== null),
+  ]);
 
   const command = o.command.length ? o.command : [env("SHELL") || "/bin/sh"];
   const program = resolveCommand(command[0], pathEnv, cwd);
   // The shell hallpass starts itself keeps its history without asking (lib/agents.ts shellHistoryRules).
   if (!o.command.length) rules.push(...shellHistoryRules(program, { home, histfile: env("HISTFILE") }));
-  return { project, home, cwd, rules, floor, program, argv: command, pathEnv, userRulesFile };
+  return {
+    project,
+    home,
+    cwd,
+    rules,
+    floor: carvedFloor.floor,
+    writeGrants: floor,
+    carved: carvedFloor.carved,
+    protected: prot,
+    projectRules,
+    program,
+    argv: command,
+    pathEnv,
+    userRulesFile,
+  };
+}
+
+/**
+ * The floor with holes: no tree of it covers a hole (a protected path, a deny rule), so a write the fast path
+ * continues can never reach one, however a racing thread swaps the path — Landlock refuses it. Each
+ * directory on the way to a hole (the project's top, `.git`, ...) is granted entry by entry instead; what is
+ * created there later is in no rule, and the supervisor performs writes there.
+ */
+export function carveFloor(
+  floor: Plan["floor"],
+  holes: string[],
+  fs: CarveFs = realCarveFs,
+): { floor: Plan["floor"]; carved: string[] } {
+  const trees = floor.filter((f) => f.kind === "tree");
+  const below = holes.filter((h) => trees.some((t) => h === t.path || h.startsWith(t.path + "/")));
+  if (below.length === 0) return { floor, carved: [] };
+  const r = carve(
+    trees.map((t) => ({ path: t.path, access: 1n })),
+    below.map((h) => ({ path: h, withhold: 1n })),
+    fs,
+    { fileRights: 1n },
+  );
+  const out: Plan["floor"] = floor.filter((f) => f.kind === "exact");
+  const untouched = new Set(
+    trees.filter((t) => !below.some((h) => h === t.path || h.startsWith(t.path + "/"))),
+  );
+  for (const t of untouched) out.push(t);
+  for (const rule of r.rules) {
+    if ([...untouched].some((t) => t.path === rule.path)) continue;
+    out.push({ kind: rule.dir ? "tree" : "exact", path: rule.path, nofollow: true });
+  }
+  return { floor: out, carved: r.carved.map((c) => c.path) };
+}
+
+/** The sandbox's own terminal (its pty, or the terminal of fds 0-2 without one): writable without asking. */
+export function addTerminal(plan: Plan, path: string): void {
+  if (plan.floor.some((f) => f.kind === "exact" && f.path === path)) return;
+  plan.floor.push({ kind: "exact", path });
+  plan.rules.push({
+    effect: "allow",
+    op: "write",
+    target: path,
+    source: { kind: "builtin", what: "the sandbox's terminal" },
+  });
 }
 
 function ruleTarget(
@@ -280,7 +381,15 @@ export function landlockPlan(
     // the supervisor performs the allowed ones on the program's socket.
     handledNet: mediateConnect && abi >= 4 ? NET.CONNECT_TCP : 0n,
     scoped,
-    paths: [...plan.floor.map((f) => ({ path: f.path, access: write })), ...exec],
+    // A carved entry is opened where it is, never through a symlink (ffi/landlock.ts `dir`).
+    paths: [
+      ...plan.floor.map((f) => ({
+        path: f.path,
+        access: write,
+        ...(f.nofollow ? { dir: f.kind === "tree" } : {}),
+      })),
+      ...exec,
+    ],
     ports: [],
   };
 }

@@ -6,7 +6,8 @@ import type { CliOptions } from "./cli.ts";
 import { makePlan } from "./plan.ts";
 import { formatSource, Policy } from "./policy.ts";
 import { lookupInPath } from "./path_lookup.ts";
-import { normalizePath } from "./path_scope.ts";
+import { formatScope, normalizePath } from "./path_scope.ts";
+import { formatProtected, protectedHit } from "./protected_paths.ts";
 import { formatRule } from "./rules_file.ts";
 import { UsageError } from "./types.ts";
 
@@ -22,6 +23,8 @@ export function rulesCommand(args: string[], opts: CliOptions): number {
   if (args.length === 0) {
     console.log(`# saved rules: ${plan.userRulesFile}`);
     for (const r of plan.rules) console.log(`${formatRule(r, now).padEnd(60)} # ${formatSource(r.source)}`);
+    console.log("# protected: asks even where writing is allowed (an allow rule naming the path allows it)");
+    for (const p of plan.protected ?? []) console.log(`${formatProtected(p).padEnd(60)}`);
     return 0;
   }
   if (args.length !== 2 || !["write", "exec", "connect"].includes(args[0])) {
@@ -36,6 +39,13 @@ export function rulesCommand(args: string[], opts: CliOptions): number {
     target = found;
   } else if (op === "exec") target = normalizePath(target, plan.cwd, plan.home);
   const { decision, matching } = policy.explain(op, target, now);
+  const hit = op === "write" && decision.effect === "allow"
+    ? protectedHit(plan.protected ?? [], target, false, decision.rule)
+    : null;
+  if (hit) {
+    console.log(`${op} ${target}: asks (protected: ${hit.reason}; ${formatScope(hit.scope)})`);
+    return 0;
+  }
   const verdict = decision.effect === "ask" ? "asks" : decision.effect === "allow" ? "allowed" : "denied";
   // Not mediated in this configuration: the call goes through, whatever the rules say (they are shown for
   // when it is). Network connects unless --mediate has connect; programs unless it has exec.

@@ -25,8 +25,9 @@ import { spawn, type Spawned } from "../ffi/spawn.ts";
 import { FILTER_SOURCES, prebuiltFilterName } from "./filter_files.ts";
 import { getRemoteFd, NotifyFd, userNotifAvailable } from "../ffi/notify.ts";
 import type { CliOptions } from "./cli.ts";
-import { landlockPlan, type Plan } from "./plan.ts";
+import { addTerminal, landlockPlan, type Plan } from "./plan.ts";
 import { execFloor } from "./exec_floor.ts";
+import { ownTerminals } from "./supervisor/other_terminals.ts";
 import type { AskBackend } from "./types.ts";
 import { NoAsk } from "./ask/no_ask.ts";
 import { Summary } from "./summary.ts";
@@ -194,6 +195,10 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     backend = new NoAsk();
   }
 
+  // The sandbox's own terminal: the pty it runs on, or (without one) the terminal of fds 0-2. No other terminal
+  // of the person's is writable without asking (lib/supervisor/other_terminals.ts).
+  for (const t of pty ? [pty.slavePath] : ownTerminals()) addTerminal(plan, t);
+
   // --- kernel objects, and the launcher
   // The execute floor: only without a person, and only when execs are decided at all (lib/exec_floor.ts).
   const noPerson = backend instanceof NoAsk && opts.mediate.exec;
@@ -263,7 +268,12 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     cwd: plan.cwd,
     // Only what Landlock really holds is the floor: a path that does not exist yet cannot be in a rule, and
     // writes there are emulated instead of continued.
-    floor: plan.floor.filter((f) => !ruleset.skipped.includes(f.path)),
+    floor: plan.floor.filter((f) => !ruleset.skipped.includes(f.path)).map((f) => ({
+      kind: f.kind,
+      path: f.path,
+    })),
+    carved: plan.carved ?? [],
+    protected: plan.protected ?? [],
     rules: plan.rules,
     mediate: { exec: opts.mediate.exec, connect: opts.mediate.connect },
     noAsk: backend instanceof NoAsk,

@@ -70,6 +70,9 @@ export class Summary {
     const scope = d.suggest ?? d.target;
     if (d.op === "process") return "only the sandbox's own processes can be changed (docs/threat-model.md)";
     if (d.op === "keyring") return "--allow-keyring";
+    if (d.op === "write" && !scope.startsWith("/")) {
+      return "refused whatever the rules say (docs/threat-model.md)";
+    }
     if (d.op === "write") {
       return `--allow-path ${shellQuote(scope)}   or rule: allow write ${scope}`;
     }

@@ -62,7 +62,7 @@
 #endif
 
 #define PATH_MAX_BYTES 4096
-#define MAX_ROOTS 64
+#define MAX_ROOTS 512
 #define DIR_CACHE 1024 /* direct-mapped by a hash of the path */
 #define DIR_PATH_MAX 512
 #define DIR_CACHE_NS 500000000LL /* directories checked in the last 0.5 s are not checked again */
@@ -537,6 +537,7 @@ static int meta(struct hp_fast *h, int listener, const struct seccomp_notif *n) 
 		return 0;
 	}
 	if (!same_creds(tid)) return 0;
+	if (kind == META_CHMOD && (mode & 06000)) return 0; /* S_ISUID/S_ISGID: the mediator refuses it */
 	/*
 	 * The program's own fd named as /proc/self/fd/N (glibc's fchmodat(AT_SYMLINK_NOFOLLOW) on kernels before
 	 * fchmodat2, and what programs do with O_PATH fds): the fd form, through the same name on our copy.
@@ -795,6 +796,13 @@ static int classify(struct hp_fast *h, const struct seccomp_notif *n) {
 		}
 #endif
 		if ((flags & O_TMPFILE) == O_TMPFILE) return 0;
+		/* A mode with S_ISUID/S_ISGID: the mediator refuses it (lib/privileged_bits.ts). */
+		unsigned mode = (unsigned)a[3]; /* openat */
+#ifdef SYS_open
+		if (n->data.nr == SYS_open) mode = (unsigned)a[2];
+		else if (n->data.nr == SYS_creat) mode = (unsigned)a[1];
+#endif
+		if ((flags & O_CREAT) && (mode & 06000)) return 0;
 		int follow = !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
 		return in_floor_at(h, tid, dirfd, path, follow, 1, NULL, NULL);
 	}

@@ -50,8 +50,13 @@ import { isLoopback, netVerdict } from "../socket_policy.ts";
 import { RequestHandler } from "./requests.ts";
 import { SysCalls } from "./sys_calls.ts";
 import { isDynamicLoader } from "../loader.ts";
+import { formatScope } from "../path_scope.ts";
+import { protectedHit, type ProtectedPath } from "../protected_paths.ts";
+import { privilegedRefusal, privilegedXattr } from "../privileged_bits.ts";
+import { ANOTHER_TERMINAL, isPtyPath, openOwnPty } from "./other_terminals.ts";
 
-const EAGAIN = 11,
+const EPERM = 1,
+  EAGAIN = 11,
   EACCES = 13,
   EFAULT = 14,
   ENXIO = 6,
@@ -107,6 +112,10 @@ interface Pending {
   log?: (rec: Record<string, unknown>) => void;
   /** How many of its ends still asked when the question was put (a rename or link: 1 or 2). */
   asking?: number;
+  /** Why this asks although a rule allows it (a protected path, another terminal): shown in the bar. */
+  warning?: string;
+  /** The scopes `[t]`/`[a]` may cover, when narrower than the usual suggestions (a protected path). */
+  scopes?: string[];
   qid: number;
 }
 
@@ -126,6 +135,10 @@ export class Mediator {
   readonly #post: (m: ToMain) => void;
   readonly policy: Policy;
   readonly #floor: PathScope[];
+  /** lib/protected_paths.ts: ask even where a rule allows. */
+  readonly #protected: ProtectedPath[];
+  /** Carved floor directories (session_config.ts). */
+  readonly #carved: Set<string>;
   #taintedFloor: PathScope[] = [];
   readonly #byNr = new Map<number, WriteCall | "execve" | "execveat" | "bind" | "cwd" | NetKind>();
   readonly net: NetMediator;
@@ -152,6 +165,8 @@ export class Mediator {
     this.#post = post;
     this.#firstExecDone = !cfg.container || cfg.container.setupDone === true;
     this.#floor = cfg.floor.map((f) => ({ kind: f.kind, path: f.path }));
+    this.#protected = cfg.protected ?? [];
+    this.#carved = new Set(cfg.carved ?? []);
     this.policy = new Policy(cfg.rules, {
       home: cfg.home,
       cwd: cfg.cwd,
@@ -227,9 +242,42 @@ export class Mediator {
     this.#taintedFloor = taintedFloor(this.#floor, this.policy.pathEntries("write"));
   }
 
+  /**
+   * Whether Landlock lets the sandbox make this write itself. `contents` (open, truncate): a rule on the file
+   * or a tree above it; any other call changes a name in the parent directory, which a tree must cover (a
+   * tree's own top is a name in a directory outside it: a carved one, or outside the floor).
+   */
   #inFloor(path: string, contents = true): boolean {
-    for (const f of this.#floor) if ((contents || f.kind === "tree") && scopeCovers(f, path)) return true;
+    for (const f of this.#floor) {
+      if (
+        contents
+          ? scopeCovers(f, path)
+          : f.kind === "tree" && path.length > f.path.length && scopeCovers(f, path)
+      ) {
+        return true;
+      }
+    }
     return false;
+  }
+
+  /**
+   * After a performed change of names in a carved directory: the entries it removed or replaced there are no
+   * longer what Landlock granted at start (its rules hold the inodes), so they leave the floor, and writes
+   * there are performed from now on.
+   */
+  #forgetCarved(targets: Target[]): void {
+    let changed = false;
+    for (const t of targets) {
+      const parent = t.path.slice(0, t.path.lastIndexOf("/")) || "/";
+      if (!this.#carved.has(parent)) continue;
+      for (let i = this.#floor.length - 1; i >= 0; i--) {
+        if (this.#floor[i].path === t.path) {
+          this.#floor.splice(i, 1);
+          changed = true;
+        }
+      }
+    }
+    if (changed) this.#retaint();
   }
 
   #floorSafe(path: string): boolean {
@@ -399,6 +447,24 @@ export class Mediator {
       );
     }
 
+    // Nothing that leaves privilege behind (setuid/setgid, devices, capabilities), wherever it is.
+    const priv = privilegedRefusal(c, a) ??
+      (c.kind === "setxattr" && privilegedXattr(this.#nfd.readCString(n.tid, a[1], 256) ?? "security.?")
+        ? "a security or trusted extended attribute"
+        : null);
+    if (priv !== null) {
+      fs.close(fdCopy);
+      return this.#deny(
+        n,
+        c.name,
+        `${priv}: ${targets.map((t) => t.path).join(" → ")}`,
+        "write",
+        "rule",
+        undefined,
+        EPERM,
+      );
+    }
+
     // ID_VALID is checked before acting (emulating, asking), not before a CONTINUE or a deny: answering a
     // notification whose thread is gone simply fails in the kernel.
     if (targets.length === 1 && fdCopy < 0 && c.landlock) {
@@ -422,8 +488,16 @@ export class Mediator {
       }
     }
     const contents = c.kind === "open" || c.kind === "truncate";
-    const verdicts = targets.map((t) => this.#verdict(t, contents));
+    const names = c.kind === "rename" || c.kind === "link";
+    const verdicts = targets.map((t) => this.#verdict(t, contents, names));
     const shown = targets.map((t) => t.path).join(" → ");
+    // A pty the sandbox opened itself (through /dev/ptmx) is its own; any other terminal asks.
+    if (c.kind === "open" && verdicts[0] === "ask" && isPtyPath(targets[0].path)) {
+      if (openOwnPty(this.#nfd, n, this.#openFlags(n, c), targets[0].path, this.#cfg.launcherPid)) {
+        this.stats.emulated++;
+        return;
+      }
+    }
     if (verdicts.includes("deny")) {
       fs.close(fdCopy);
       return this.#deny(n, c.name, shown, "write", "rule");
@@ -446,11 +520,20 @@ export class Mediator {
         return this.#fail(n, noop);
       }
       const asking = verdicts.filter((v) => v === "ask").length;
-      return this.#ask(
-        { n, op: "write", call: c, targets, fdCopy, qid: 0, asking },
-        askedEnd(targets, verdicts),
-        c.name,
-      );
+      const p: Pending = { n, op: "write", call: c, targets, fdCopy, qid: 0, asking };
+      const end = askedEnd(targets, verdicts);
+      const why = this.#protectedAt(targets.find((t) => t.path === end)!, names);
+      if (why) {
+        p.warning = why.reason;
+        p.suggest = formatScope(why.scope);
+        p.scopes = [...new Set([formatScope(why.scope), end])];
+      } else if (c.kind === "open" && isPtyPath(end)) {
+        // A terminal number is reused: never offer more than this one terminal, and never for good.
+        p.warning = ANOTHER_TERMINAL;
+        p.suggest = end;
+        p.scopes = [end];
+      }
+      return this.#ask(p, end, c.name);
     }
     this.#allow(
       { n, op: "write", call: c, targets, fdCopy, qid: 0 },
@@ -499,13 +582,21 @@ export class Mediator {
    * `contents`: the call writes a file's contents (open, truncate), which a Landlock rule on the file itself
    * covers; any other call (create, remove, rename a name) needs a rule on a directory above it.
    */
-  #verdict(t: Target, contents: boolean): Verdict {
+  #verdict(t: Target, contents: boolean, names = false): Verdict {
     if (t.anon) return "floor"; // a pipe or socket reached through /proc/PID/fd: no file system change
     const d = this.policy.decide("write", t.path, Date.now());
     if (d.effect === "allow") {
+      if (this.#protected.length > 0 && protectedHit(this.#protected, t.path, names, d.rule)) return "ask";
       return this.#inFloor(t.path, contents) && this.#floorSafe(t.path) ? "floor" : "allow";
     }
     return d.effect;
+  }
+
+  /** The protected path an allowed write of `t` touches, if any (for the bar's reason). */
+  #protectedAt(t: Target, names: boolean): ProtectedPath | null {
+    if (t.anon || this.#protected.length === 0) return null;
+    const d = this.policy.decide("write", t.path, Date.now());
+    return d.effect === "allow" ? protectedHit(this.#protected, t.path, names, d.rule) : null;
   }
 
   /** Allowed: continue inside the floor for calls Landlock covers, emulate otherwise. */
@@ -558,6 +649,7 @@ export class Mediator {
     }
     fs.close(p.fdCopy);
     this.stats.emulated++;
+    if (this.#carved.size > 0 && p.fdCopy < 0) this.#forgetCarved(p.targets);
     if (r.sent) {
       // ADDFD with SEND completed the call.
     } else if (r.value >= 0) this.#nfd.succeed(n.id, r.value);
@@ -644,13 +736,21 @@ export class Mediator {
     this.#deny(n, c.name, "(a file name that is not UTF-8)", "write", "rule");
   }
 
-  #deny(n: Notification, syscall: string, target: string, op: Op, by: string, suggestion?: string): void {
+  #deny(
+    n: Notification,
+    syscall: string,
+    target: string,
+    op: Op,
+    by: string,
+    suggestion?: string,
+    errno = EACCES,
+  ): void {
     // Name the process before answering: once answered, it may exit at once and its name be gone ("?").
     const pid = this.proc.tgid(n.tid);
     const name = this.proc.comm(pid);
     const exe = this.proc.exe(pid);
     const chain = this.#log ? this.proc.chain(pid) : undefined;
-    this.#nfd.fail(n.id, EACCES);
+    this.#nfd.fail(n.id, errno);
     this.stats.denied++;
     // A rename or link: the end that was not allowed, the destination first (what a person means to allow).
     const ends = target.startsWith("/") ? target.split(" → ").reverse() : [];
@@ -666,7 +766,7 @@ export class Mediator {
         }
       }
     }
-    const suggest = op === "write" && ends.length
+    const suggest = suggestion === undefined && op === "write" && ends.length
       ? (() => {
         const end = ends.find((t) => this.#verdict({ path: t, anon: false }, false) === "ask") ??
           ends.find((t) => !this.#inFloor(t)) ?? ends[0];
@@ -728,9 +828,10 @@ export class Mediator {
       target: shown,
       syscall,
       chain: this.proc.chain(pid),
-      suggestedScope: choice.scopes[choice.suggested],
-      scopes: choice.scopes,
+      suggestedScope: p.scopes?.[0] ?? choice.scopes[choice.suggested],
+      scopes: p.scopes ?? choice.scopes,
     };
+    if (p.warning) q.warning = p.warning;
     if (this.#cfg.container) q.container = this.#cfg.container.identity;
     if (shown !== target) q.paths = p.targets.map((t) => t.path);
     p.asked = target;
@@ -819,7 +920,9 @@ export class Mediator {
     // scope (`[t]`, `[a]`) covers an end only if the end is inside it: an end it leaves out is asked again.
     if (p.exec || p.net) return this.#allow(p, false, a.by);
     const contents = p.call?.kind === "open" || p.call?.kind === "truncate";
-    const verdicts = p.targets.map((t) => this.#verdict(t, contents));
+    const verdicts = p.targets.map((t) =>
+      this.#verdict(t, contents, p.call?.kind === "rename" || p.call?.kind === "link")
+    );
     if (verdicts.includes("deny")) {
       fs.close(p.fdCopy);
       return this.#deny(p.n, p.call!.name, p.targets.map((t) => t.path).join(" → "), "write", "rule");
@@ -1097,6 +1200,7 @@ export class Mediator {
     const a = n.args;
     const attr = this.#nfd.readCString(n.tid, a[nameArg], 256);
     if (attr === null) return -EFAULT;
+    if (privilegedXattr(attr)) return -EPERM; // decided on the copy that is used (lib/privileged_bits.ts)
     const size = Number(a[sizeArg] & 0xffffffffn);
     if (size > 65536) return -7; // E2BIG
     const value = new Uint8Array(Math.max(128, size));

@@ -2,6 +2,7 @@
  * What the main thread hands the supervisor Worker: plain data (structured-clonable), built once per run.
  */
 import type { Answer, ContainerIdentity, Question, Rule } from "../types.ts";
+import type { ProtectedPath } from "../protected_paths.ts";
 
 export interface SessionConfig {
   listenerFd: number;
@@ -21,6 +22,13 @@ export interface SessionConfig {
   cwd: string;
   /** Paths the Landlock floor lets the sandbox write (trees and exact files): allowed calls there CONTINUE. */
   floor: { kind: "exact" | "tree"; path: string }[];
+  /**
+   * Floor directories granted entry by entry (lib/plan.ts carveFloor): every change of an entry there is
+   * performed by the supervisor, which then drops that entry from the floor (a new file there is in no rule).
+   */
+  carved?: string[];
+  /** Paths that ask even inside the floor (lib/protected_paths.ts). */
+  protected?: ProtectedPath[];
   rules: Rule[];
   mediate: { exec: boolean; connect: boolean };
   /** `--allow-keyring`: the kernel keyring calls go through (lib/supervisor/sys_calls.ts). */
