@@ -181,7 +181,7 @@ const CASES: Case[] = [
   {
     name: "chmod, fchmod, fchmodat",
     setup: { a: "file:A", b: "file:B", c: "file:C" },
-    ops: [["chmod", "@/a", "0600"], ["fchmod", "$C/b", "0751"], ["fchmodat", "$C", "c", "4711"]],
+    ops: [["chmod", "@/a", "0600"], ["fchmod", "$C/b", "0751"], ["fchmodat", "$C", "c", "1711"]],
   },
   {
     name: "chmod through a symlink changes the target",
