@@ -492,7 +492,8 @@ export class Mediator {
     const verdicts = targets.map((t) => this.#verdict(t, contents, names));
     const shown = targets.map((t) => t.path).join(" → ");
     // A pty the sandbox opened itself (through /dev/ptmx) is its own; any other terminal asks.
-    if (c.kind === "open" && verdicts[0] === "ask" && isPtyPath(targets[0].path)) {
+    // (Not in a container: its /dev/pts is its own devpts instance, and its paths are not ours.)
+    if (!this.#cfg.container && c.kind === "open" && verdicts[0] === "ask" && isPtyPath(targets[0].path)) {
       if (openOwnPty(this.#nfd, n, this.#openFlags(n, c), targets[0].path, this.#cfg.launcherPid)) {
         this.stats.emulated++;
         return;
