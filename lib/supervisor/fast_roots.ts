@@ -83,12 +83,19 @@ export function fastFileRoots(floor: readonly PathScope[], write: readonly PathE
   ).map((f) => f.path);
 }
 
+/**
+ * How many paths one list of the fast path holds (MAX_ROOTS in helper/fastpath/fastpath.c). A carved project
+ * top with more entries gives only the first ones: any part of a list is a correct list (what is left out
+ * goes to the mediator, which decides the same).
+ */
+export const FAST_LIST_MAX = 512;
+
 /** All three lists for a session's policy and floor. */
 export function fastRootsOf(policy: Policy, floor: readonly PathScope[], mediateExec: boolean): FastRoots {
   const write = policy.pathEntries("write");
   return {
-    write: fastWriteRoots(floor, write),
-    exec: mediateExec ? fastExecRoots(policy.pathEntries("exec"), write, floor) : [],
-    files: fastFileRoots(floor, write),
+    write: fastWriteRoots(floor, write).slice(0, FAST_LIST_MAX),
+    exec: mediateExec ? fastExecRoots(policy.pathEntries("exec"), write, floor).slice(0, FAST_LIST_MAX) : [],
+    files: fastFileRoots(floor, write).slice(0, FAST_LIST_MAX),
   };
 }
