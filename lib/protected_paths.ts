@@ -111,7 +111,8 @@ export interface FindOptions {
  * `modules/`, the repository enclosing the project), its `hooks/**`, `config`, `config.worktree`,
  * `info/attributes` and `commondir`; the project's `.git` entry itself (a `.git` file or symlink planted there
  * would point git at hooks of the sandbox's choosing); every submodule's `.git` file; the directory
- * `core.hooksPath` names; the project's `.hallpass/**`; `--rules` files. Paths are canonical.
+ * `core.hooksPath` names; the person's own git configuration (`~/.gitconfig`, `~/.config/git/config`); the
+ * project's `.hallpass/**`; `--rules` files. Paths are canonical.
  */
 export function findProtectedPaths(o: FindOptions, fs: ProtectFs): ProtectedPath[] {
   const out: ProtectedPath[] = [];
@@ -176,6 +177,8 @@ export function findProtectedPaths(o: FindOptions, fs: ProtectFs): ProtectedPath
   for (const f of [`${o.home}/.gitconfig`, `${xdg}/git/config`, "/etc/gitconfig"]) {
     const v = gitConfigValue(fs.read(f) ?? "", "core", "hooksPath");
     if (v) hookPaths.add(resolveFrom(gitDirs[0]?.worktree ?? project, v, o.home));
+    // The person's own git configuration runs commands in every repository (a project that is $HOME holds it).
+    if (f !== "/etc/gitconfig") add("exact", fs.real(f), GIT_REASON);
   }
   for (const h of hookPaths) add("tree", fs.real(h), GIT_REASON);
 

@@ -221,6 +221,11 @@ export class Mediator {
     this.#log = cfg.logPath ? Deno.openSync(cfg.logPath, { append: true, create: true, mode: 0o600 }) : null;
   }
 
+  /** Paths that ask even where a rule allows (lib/protected_paths.ts). */
+  get protectedPaths(): readonly ProtectedPath[] {
+    return this.#protected;
+  }
+
   get config(): SessionConfig {
     return this.#cfg;
   }

@@ -18,6 +18,7 @@ import type { Mediator } from "./mediator.ts";
 import { baseDir, resolvePath } from "./resolve.ts";
 import type { SessionConfig } from "./session_config.ts";
 import { suggestScopes } from "../suggest_scope.ts";
+import { protectedHit } from "../protected_paths.ts";
 
 interface PendingRequest {
   n: Notification;
@@ -223,6 +224,10 @@ export class RequestHandler {
       }
     }
     const d = m.policy.decide(op, tree ? `${root === "/" ? "" : root}/\u0001probe` : root, now);
+    // A protected path (lib/protected_paths.ts) is not allowed by the rule that allows its surroundings.
+    if (op === "write" && d.effect === "allow" && protectedHit(m.protectedPaths, root, false, d.rule)) {
+      return "ask";
+    }
     if (d.effect === "allow" && tree) {
       // The tree's root must be covered by the same or a wider allow, not only a narrower one.
       const dr = m.policy.decide(op, root, now);
