@@ -304,5 +304,5 @@ export function holesOf(list: readonly ProtectedPath[], isDir: (p: string) => bo
 
 /** One line per protected path, for `hallpass rules`. */
 export function formatProtected(p: ProtectedPath): string {
-  return `ask   write ${formatScope(p.scope)}  (protected: ${p.reason})`;
+  return `${`ask write ${formatScope(p.scope)}`.padEnd(60)} # protected: ${p.reason}`;
 }

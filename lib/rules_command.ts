@@ -24,7 +24,7 @@ export function rulesCommand(args: string[], opts: CliOptions): number {
     console.log(`# saved rules: ${plan.userRulesFile}`);
     for (const r of plan.rules) console.log(`${formatRule(r, now).padEnd(60)} # ${formatSource(r.source)}`);
     console.log("# protected: asks even where writing is allowed (an allow rule naming the path allows it)");
-    for (const p of plan.protected ?? []) console.log(`${formatProtected(p).padEnd(60)}`);
+    for (const p of plan.protected ?? []) console.log(formatProtected(p));
     return 0;
   }
   if (args.length !== 2 || !["write", "exec", "connect"].includes(args[0])) {
