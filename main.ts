@@ -62,7 +62,7 @@ async function main(argv: string[]): Promise<number> {
     case "run": {
       const plan = makePlan(inv.opts, (k) => Deno.env.get(k));
       const notice = plan.projectRules
-        ? projectRulesNotice(plan.project, plan.projectRules, projectStateDir(plan.userRulesFile))
+        ? await projectRulesNotice(plan.project, plan.projectRules, projectStateDir(plan.userRulesFile))
         : null;
       if (notice) console.error(notice);
       const interactive = Deno.stdin.isTerminal() && Deno.stdout.isTerminal();

@@ -275,10 +275,24 @@ export function carveFloor(
   const trees = floor.filter((f) => f.kind === "tree");
   const below = holes.filter((h) => trees.some((t) => h === t.path || h.startsWith(t.path + "/")));
   if (below.length === 0) return { floor, carved: [] };
+  // The carve looks each grant's kind up in its parent's listing; the parent of the project (~/src, /tmp) may
+  // hold thousands of entries, and the grants are directories: answer that lookup without listing.
+  const parentOf = (p: string) => p.slice(0, p.lastIndexOf("/")) || "/";
+  const within = (p: string) => trees.some((t) => p === t.path || p.startsWith(t.path + "/"));
+  const lookup: CarveFs = {
+    ...fs,
+    list(dir) {
+      if (within(dir)) return fs.list(dir);
+      const names = trees.filter((t) => parentOf(t.path) === dir).map((t) =>
+        t.path.slice(t.path.lastIndexOf("/") + 1)
+      );
+      return names.length > 0 ? names.map((name) => ({ name, kind: "dir" as const })) : fs.list(dir);
+    },
+  };
   const r = carve(
     trees.map((t) => ({ path: t.path, access: 1n })),
     below.map((h) => ({ path: h, withhold: 1n })),
-    fs,
+    lookup,
     { fileRights: 1n },
   );
   const out: Plan["floor"] = floor.filter((f) => f.kind === "exact");
