@@ -8,7 +8,8 @@
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { bare, hallpass, scratch } from "./harness.ts";
-import { have, haveTmux, until, withPane } from "./tmux.ts";
+import { until, withPane } from "./tmux.ts";
+import { test, tool } from "../helpers/skip.ts";
 
 /**
  * A pty held outside the sandbox: its slave's path, and what has arrived on it so far (read from the
@@ -124,9 +125,9 @@ print(os.read(fd, 100).decode().strip())
   }
 });
 
-Deno.test({
+test({
   name: "other terminals: tmux inside the sandbox runs its own panes",
-  ignore: !have("tmux"),
+  ignore: tool("tmux"),
 }, async () => {
   const s = await scratch();
   try {
@@ -145,9 +146,9 @@ Deno.test({
   }
 });
 
-Deno.test({
+test({
   name: "other terminals: in a terminal, the sandbox writes its own and not the other pane (both modes)",
-  ignore: !haveTmux(),
+  ignore: tool("tmux"),
 }, async () => {
   for (const mode of ["--no-ask", "ask"]) {
     const s = await scratch();
