@@ -43,6 +43,8 @@ export interface SessionOptions {
   /** Runs before the session, with the scratch directory (`$DIR/home`, `$DIR/project`). */
   before?: (dir: string) => Promise<void>;
   budgetMs?: number;
+  /** Called with the screen each time a bar is up (before it is answered). */
+  onBar?: (screen: string) => void;
 }
 
 export interface Session {
@@ -143,7 +145,9 @@ export async function runSession(o: SessionOptions): Promise<Session> {
       const s = await t.screen();
       if (s.includes("[o] allow once")) {
         await sleep(400); // the bar's arm delay
-        const bar = Tmux.bar(await t.screen());
+        const shown = await t.screen();
+        o.onBar?.(shown);
+        const bar = Tmux.bar(shown);
         questions.push(bar.slice(0, 2).join(" "));
         await t.keys(answers.shift() ?? "d");
         await t.waitFor(
