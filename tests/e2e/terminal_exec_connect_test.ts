@@ -26,7 +26,9 @@ test({
       const s = await t.waitBar();
       const bar = Tmux.bar(s);
       assert(/^warning: the sandbox can write this program/m.test(s), s);
-      const i = bar.findIndex((l) => /^hallpass: sh \(pid \d+\) wants to run$/.test(l));
+      const i = bar.findIndex((l) =>
+        /^hallpass: \/\S+ \(pid \d+(, calls itself "sh")?\) wants to run$/.test(l)
+      );
       assert(i >= 0, s);
       assertEquals(bar[i + 1], `${t.dir}/project/tool.sh alpha beta`);
       await t.keys("o");
@@ -67,7 +69,9 @@ except OSError as e:
         async (t) => {
           const s = await t.waitBar();
           const bar = Tmux.bar(s);
-          const i = bar.findIndex((l) => /^hallpass: python3 \(pid \d+\) wants to connect to$/.test(l));
+          const i = bar.findIndex((l) =>
+            /^hallpass: \/\S*python3\S* \(pid \d+(, calls itself "python3")?\) wants to connect to$/.test(l)
+          );
           assert(i >= 0, s);
           assertEquals(bar[i + 1], `tcp:127.0.0.1:${port}`);
           await t.keys("o");
