@@ -136,3 +136,20 @@ Deno.test("handleKey on what the reader yields: only the real key answers", () =
     );
   }
 });
+
+Deno.test("kitty keyboard protocol and modifyOtherKeys keys are read as the keys they stand for", () => {
+  assertEquals(keys(read("\x1b[111u")), ["o"]);
+  assertEquals(keys(read("\x1b[100;2u")), ["D"]); // shift+d
+  assertEquals(keys(read("\x1b[99;5u")), ["\x03"]); // Ctrl-C
+  assertEquals(keys(read("\x1b[122;5u")), ["\x1a"]); // Ctrl-Z
+  assertEquals(keys(read("\x1b[27;5;99~")), ["\x03"]); // modifyOtherKeys Ctrl-C
+  assertEquals(keys(read("\x1b[27;2;100~")), ["D"]);
+  // A release, Alt or Super held: no key.
+  assertEquals(keys(read("\x1b[111;1:3u")), []);
+  assertEquals(keys(read("\x1b[111;3u")), []);
+  assertEquals(keys(read("\x1b[111;9u")), []);
+  // A press with its event type: the key.
+  assertEquals(keys(read("\x1b[97;1:1u")), ["a"]);
+  // Private-marker replies (the kitty flags query's answer `CSI ? flags u`) stay replies.
+  assertEquals(replies(read("\x1b[?1u")), ["\x1b[?1u"]);
+});

@@ -207,6 +207,13 @@ export class KeyReader {
       out.push({ kind: "reply", bytes });
       return end;
     }
+    // A key in the kitty keyboard protocol (`CSI cp ; mods u`) or xterm's modifyOtherKeys (`CSI 27 ; mods ; cp ~`),
+    // which a program may have turned on: read as the key it stands for, so the bar still works (and Ctrl-C).
+    const ext = extendedKey(params, final);
+    if (ext !== undefined) {
+      out.push(ext === null ? { kind: "drop" } : { kind: "key", key: ext });
+      return end;
+    }
     out.push({ kind: "key", key: "\x1b[" + String.fromCharCode(...b.subarray(p, end)) });
     return end;
   }
@@ -278,6 +285,36 @@ export class KeyReader {
     }
     return b.length;
   }
+}
+
+/**
+ * The key a kitty-protocol (`cp[:alt…] ; mods[:event] u`) or modifyOtherKeys (`27 ; mods ; cp ~`) sequence
+ * stands for: the character, the control character for Ctrl+letter, null for what is no key of the bar (Alt or
+ * Super held, a key release), undefined when it is neither form.
+ */
+function extendedKey(params: string, final: number): string | null | undefined {
+  let m: RegExpExecArray | null;
+  let cp: number, mods: number, event = 1;
+  if (final === 0x75 && (m = /^(\d+)(?::\d*)*(?:;(\d+)(?::(\d+))?)?(?:;[\d:]*)?$/.exec(params))) {
+    cp = Number(m[1]);
+    mods = Number(m[2] ?? 1);
+    event = Number(m[3] ?? 1);
+  } else if (final === 0x7e && (m = /^27;(\d+);(\d+)$/.exec(params))) {
+    mods = Number(m[1]);
+    cp = Number(m[2]);
+  } else return undefined;
+  if (event === 3) return null; // a release
+  const bits = mods - 1; // 1 shift, 2 alt, 4 ctrl, 8 super, …
+  if (bits & ~5) return null;
+  if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return null;
+  let ch = String.fromCodePoint(cp);
+  if (bits & 4) {
+    const lower = ch.toLowerCase();
+    if (lower.length !== 1 || lower < "@" || lower > "\x7f") return null;
+    return String.fromCharCode(lower.toUpperCase().charCodeAt(0) & 0x1f);
+  }
+  if (bits & 1) ch = ch.toUpperCase();
+  return ch;
 }
 
 /**

@@ -1,0 +1,13 @@
+import { ScreenMirror } from "../../lib/ui/screen.ts";
+const m = new ScreenMirror(100, 30, { scrollback: 1000 });
+let s = "";
+for (let i = 1; i <= 2000000; i++) s += i + "\r\n";
+const bytes = new TextEncoder().encode(s);
+const t0 = performance.now();
+for (let o = 0; o < bytes.length; o += 4096) m.feed(bytes.subarray(o, o + 4096));
+await m.settled();
+console.log("parse", bytes.length, performance.now() - t0);
+const ref = new ScreenMirror(100, 30, { scrollback: 1000 });
+await new Promise<void>((r) => ref.term.write(bytes, r));
+const dump = (mm: ScreenMirror) => { const b = mm.term.buffer.active; let s = ""; for (let i = 0; i < b.length; i++) s += b.getLine(i)!.translateToString(true) + "\n"; return s + b.cursorX + "," + b.cursorY; };
+console.log("same:", dump(ref) === dump(m), dump(m).split("\n").slice(-3));
