@@ -218,6 +218,7 @@ export class ScreenMirror {
     const r = Math.max(0, Math.min(row, this.rows - 1));
     const c = Math.max(0, Math.min(col, this.cols - 1));
     let s = "";
+
     for (let y = 0; y < r; y++) s += `\x1b[${y + 1};1H` + UNKNOWN.repeat(this.cols);
     if (c > 0) s += `\x1b[${r + 1};1H` + UNKNOWN.repeat(c);
     s += `\x1b[${r + 1};${c + 1}H`;
@@ -272,6 +273,31 @@ export class ScreenMirror {
     if (modes.sendFocus) out += "\x1b[?1004h";
     if (!modes.bracketedPasteMode) out += "\x1b[?2004l";
     return out;
+  }
+
+  /**
+   * After a resize, the real terminal says its cursor is on `row` (0-based) while the model's is elsewhere: the
+   * two reflowed differently (the terminal pulled lines of its own history back onto the screen that the model
+   * never had, or the model pulled more than the terminal had). Shifts the model's screen so the cursor rows
+   * agree: rows the terminal has and the model does not are marked unknown (a repaint leaves them alone).
+   */
+  alignCursorRow(row: number): Promise<void> {
+    const b = this.#core.buffer;
+    const y: number = b?.y ?? 0;
+    const x: number = Math.min(b?.x ?? 0, this.cols - 1);
+    const full = (b?.scrollTop ?? 0) === 0 && (b?.scrollBottom ?? this.rows - 1) === this.rows - 1;
+    const target = Math.max(0, Math.min(row, this.rows - 1));
+    if (target === y || !full || this.#core.coreService?.decPrivateModes?.origin) return this.settled();
+    let s = "";
+    if (target > y) {
+      const n = target - y;
+      s += `\x1b[1;1H\x1b[${n}L`;
+      for (let r = 0; r < n; r++) s += `\x1b[${r + 1};1H` + UNKNOWN.repeat(this.cols);
+    } else {
+      s += `\x1b[${this.rows};1H` + "\n".repeat(y - target);
+    }
+    s += `\x1b[${target + 1};${x + 1}H`;
+    return this.write(s);
   }
 
   resize(cols: number, rows: number): void {
@@ -598,13 +624,22 @@ export class ScreenGate {
    * The real terminal changed size: resize the model; with the bar up, repaint everything from the model and draw
    * the bar again (`lines`: its layout for the new width; default the old lines).
    */
-  resize(cols: number, rows: number, lines?: string[]): Promise<void> {
+  resize(
+    cols: number,
+    rows: number,
+    lines?: string[],
+    cursorRow?: () => Promise<number | null>,
+  ): Promise<void> {
     if (lines && this.#barLines !== null) this.#barLines = lines;
     if (this.plain) return this.#chain;
     return this.#enqueue(async () => {
       await this.mirror.settled();
       this.mirror.resize(cols, rows);
       if (this.#barLines === null) return;
+      // The terminal reflowed on its own; where its cursor is says whether the model agrees (nothing of the
+      // program's is written while the bar is up, so the answer is about the model's state).
+      const row = cursorRow ? await cursorRow() : null;
+      if (row !== null) await this.mirror.alignCursorRow(row);
       this.#fullRepaint = true;
       const lines = this.#barLines;
       this.#coveredRows = Math.min(lines.length, rows);

@@ -276,6 +276,25 @@ export class PtySession implements BarHost {
     }
   }
 
+  /** Asks the terminal where its cursor is (DSR 6): the row, 0-based, or null when no answer came in time. */
+  #cursorRow(waitMs = 500): Promise<number | null> {
+    if (this.#cprWanted || this.#restored) return Promise.resolve(null);
+    return new Promise((resolve) => {
+      const done = (pos: { row: number; col: number } | null) => {
+        clearTimeout(timer);
+        if (this.#cprWanted === done) this.#cprWanted = null;
+        resolve(pos ? pos.row : null);
+      };
+      const timer = setTimeout(() => done(null), waitMs);
+      this.#cprWanted = done;
+      try {
+        writeAllSync(new TextEncoder().encode("\x1b[6n"));
+      } catch {
+        done(null);
+      }
+    });
+  }
+
   /** Takes a cursor position report out of `chunk` while one is awaited. */
   #takeCpr(chunk: Uint8Array): Uint8Array {
     const want = this.#cprWanted;
@@ -299,7 +318,8 @@ export class PtySession implements BarHost {
     try {
       setWinSize(this.#master, size);
     } catch { /* the master may be closing */ }
-    this.gate.resize(size.cols, size.rows, this.#bar?.layout(size.cols));
+    const ask = isatty(0) && isatty(1) && !this.gate.plain ? () => this.#cursorRow() : undefined;
+    this.gate.resize(size.cols, size.rows, this.#bar?.layout(size.cols), ask);
   }
 
   async #pumpOutput(): Promise<void> {

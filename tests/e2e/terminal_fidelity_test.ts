@@ -63,16 +63,18 @@ Deno.test(
 Deno.test(
   { name: "a resize while the bar is up keeps what was above, on the screen and in history", ignore },
   async () => {
-    const run = async (script: string, answer: boolean) => {
+    // Sizes the pane goes through while the bar is up; lines printed before hallpass started (`pre`) are in
+    // tmux's history and come back onto the screen when it grows past its first size.
+    const run = async (pre: string, script: string, answer: boolean, sizes: number[]) => {
       let history = "";
-      await withPane({ script, rows: 35 }, async (t) => {
+      await withPane({ script: `${pre}${script}`, rows: 35 }, async (t) => {
         if (answer) await t.waitBar();
         else await t.waitText("130");
-        await t.tmux("resize-window", "-t", "hp", "-y", "10");
-        await until(async () => (await t.display("#{pane_height}")) === "10", "the small size");
-        if (answer) await t.waitText("[o] allow once");
-        await t.tmux("resize-window", "-t", "hp", "-y", "35");
-        await until(async () => (await t.display("#{pane_height}")) === "35", "the size back");
+        for (const y of sizes) {
+          await t.tmux("resize-window", "-t", "hp", "-y", String(y));
+          await until(async () => (await t.display("#{pane_height}")) === String(y), `${y} rows`);
+          if (answer) await t.waitText("[o] allow once");
+        }
         if (answer) {
           await t.waitBar();
           await t.keys("o");
@@ -81,13 +83,22 @@ Deno.test(
         await t.waitText("done");
         history = await t.history();
       });
-      return history.split("\n").filter((l) => /^1[0-3]\d$/.test(l));
+      return history.split("\n").filter((l) => /^(1[0-3]\d|[1-9]|[1-5]\d|60)$/.test(l));
     };
-    const bare = await run(`sh -c 'seq 100 130; read x; echo done'`, false);
-    const hp = await run(`hp -- sh -c 'seq 100 130; echo hi > "$DIR/outside/f"; echo done'`, true);
-    const want = Array.from({ length: 31 }, (_, i) => String(100 + i));
-    assertEquals(bare, want, "bare control");
-    assertEquals(hp, want);
+    const bareCmd = `sh -c 'seq 100 130; read x; echo done'`;
+    const hpCmd = `hp -- sh -c 'seq 100 130; echo hi > "$DIR/outside/f"; echo done'`;
+    const inside = Array.from({ length: 31 }, (_, i) => String(100 + i));
+    for (
+      const [pre, sizes, want] of [
+        ["", [10, 35], inside],
+        ["seq 1 60; ", [10, 50, 35], [...Array.from({ length: 60 }, (_, i) => String(i + 1)), ...inside]],
+      ] as const
+    ) {
+      const bare = await run(pre, bareCmd, false, [...sizes]);
+      const hp = await run(pre, hpCmd, true, [...sizes]);
+      assertEquals(bare, want, "bare control");
+      assertEquals(hp, want, `${pre} sizes ${sizes}`);
+    }
   },
 );
 
