@@ -3,13 +3,18 @@
  *   micro create N DIR   N x open(DIR/f<i>, O_CREAT|O_WRONLY|O_TRUNC) + write 1 byte + close, distinct files
  *   micro read N FILE    N x open(FILE, O_RDONLY) + close
  *   micro exec N         N x fork + execve("/bin/true") + wait
+ *   micro connect N      N x TCP socket + blocking connect to a loopback listener of its own + accept + close
+ *   micro sendto N       N x UDP sendto with an address (a loopback socket of its own) + recv
  *   micro run N CMD...   N x fork + execvp(CMD) + wait, CMD's stdout to /dev/null; prints the median seconds of
  *                        one run (spawn to exit); exits 1 if any run fails
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -30,7 +35,7 @@ static void fail(const char *what, const char *arg) {
 
 int main(int argc, char **argv) {
 	if (argc < 3) {
-		fprintf(stderr, "usage: micro create N DIR | read N FILE | exec N\n");
+		fprintf(stderr, "usage: micro create N DIR | read N FILE | exec N | connect N | sendto N\n");
 		return 2;
 	}
 	long n = atol(argv[2]);
@@ -49,6 +54,30 @@ int main(int argc, char **argv) {
 			int fd = open(argv[3], O_RDONLY | O_CLOEXEC);
 			if (fd < 0) fail("open", argv[3]);
 			close(fd);
+		}
+	} else if ((!strcmp(argv[1], "connect") || !strcmp(argv[1], "sendto")) && argc == 3) {
+		int udp = !strcmp(argv[1], "sendto");
+		int l = socket(AF_INET, udp ? SOCK_DGRAM : SOCK_STREAM, 0);
+		struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		socklen_t al = sizeof a;
+		if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof a) < 0 || getsockname(l, (struct sockaddr *)&a, &al) < 0 ||
+		    (!udp && listen(l, 4096) < 0))
+			fail("listener", NULL);
+		int s = udp ? socket(AF_INET, SOCK_DGRAM, 0) : -1;
+		char b[8];
+		t0 = now();
+		for (long i = 0; i < n; i++) {
+			if (udp) {
+				if (sendto(s, "x", 1, 0, (struct sockaddr *)&a, sizeof a) != 1 || recv(l, b, sizeof b, 0) != 1)
+					fail("sendto", NULL);
+				continue;
+			}
+			s = socket(AF_INET, SOCK_STREAM, 0);
+			if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof a) < 0) fail("connect", NULL);
+			int c = accept(l, NULL, NULL);
+			if (c < 0) fail("accept", NULL);
+			close(c);
+			close(s);
 		}
 	} else if (!strcmp(argv[1], "exec") && argc == 3) {
 		char *const args[] = {"true", NULL};

@@ -9,6 +9,7 @@ const SYMBOLS = {
   hp_fast_new: { parameters: [], result: "pointer" },
   hp_fast_free: { parameters: ["pointer"], result: "void" },
   hp_fast_set_list: { parameters: ["pointer", "i32", "buffer", "i32"], result: "i32" },
+  hp_fast_set_net: { parameters: ["pointer", "i32"], result: "i32" },
   hp_fast_stats: { parameters: ["pointer", "buffer"], result: "void" },
   hp_fast_serve: { parameters: ["pointer", "i32", "i32", "buffer", "i32", "i32"], result: "i32" },
   // The same loop on a thread of Deno's pool, for the main thread (which must never block).
@@ -28,6 +29,8 @@ export interface FastRoots {
   exec: string[];
   /** The floor's single files (/dev/null...): opens of them for writing are continued. */
   files: string[];
+  /** Connects are not mediated: IP connects and addressed sends are performed by the fast path. */
+  netDirect?: boolean;
 }
 
 export const SERVE = { WAKE: 0, NOTIFICATION: 1, HANGUP: 2, TIMEOUT: 3 } as const;
@@ -65,7 +68,7 @@ export class FastPath {
    */
   setRoots(roots: FastRoots): void {
     const lists = [roots.write, roots.exec, roots.files];
-    const key = lists.map((l) => l.join("\0")).join("\0\0");
+    const key = lists.map((l) => l.join("\0")).join("\0\0") + (roots.netDirect ? "\0\0\0net" : "");
     if (key === this.#roots) return;
     let ok = true;
     lists.forEach((l, which) => {
@@ -78,6 +81,7 @@ export class FastPath {
       const none = new Uint8Array(128);
       for (let which = 0; which < 3; which++) this.#lib.symbols.hp_fast_set_list(this.#h, which, none, 0);
     }
+    this.#lib.symbols.hp_fast_set_net(this.#h, ok && roots.netDirect ? 1 : 0);
     this.#active = ok && lists.some((l) => l.length > 0);
     this.#roots = ok ? key : "";
   }

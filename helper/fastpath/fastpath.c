@@ -110,6 +110,7 @@ struct hp_fast {
 	unsigned long long handed;
 	unsigned long long emulated;
 	unsigned long long refused; /* execs of what is not there or cannot run: the kernel's errno */
+	int net_direct;             /* connects not mediated: IP connects and sends performed here (net_fast) */
 };
 
 void *hp_fast_new(void) {
@@ -835,6 +836,61 @@ static int classify(struct hp_fast *h, const struct seccomp_notif *n) {
 	return 0;
 }
 
+/* ---- IP connects and sends while connects are not mediated ----------------------------------------------- */
+
+/* Set by hp_fast_set_net: connects are not mediated (lib/socket_policy.ts netVerdict says "perform"). */
+int hp_fast_set_net(void *p, int direct) {
+	((struct hp_fast *)p)->net_direct = direct != 0;
+	return 0;
+}
+
+/*
+ * connect, and sendto with an address, on an IPv4/IPv6 socket while network connects are not mediated: what
+ * the mediator does (lib/socket_policy.ts netVerdict: "perform"), done here. Performed, never continued, on our
+ * copy of the socket with our copy of the address and data: the socket at the fd number or the address in
+ * the program's memory may change after the check (a unix socket dup2'ed over the fd), ours do not. Unix,
+ * netlink and the rest, a blocking connect, a datagram over 64 KiB, a stream socket's sendto and a send that
+ * would block go to the mediator. 1: answered.
+ */
+static int net_fast(struct hp_fast *h, int listener, const struct seccomp_notif *n) {
+	static char data[65536];
+	const __u64 *a = n->data.args;
+	int is_connect = n->data.nr == SYS_connect;
+	if (!is_connect && n->data.nr != SYS_sendto) return 0;
+	uint64_t aptr = is_connect ? a[1] : a[4];
+	size_t alen = (size_t)((is_connect ? a[2] : a[5]) & 0xffffffffu);
+	size_t len = is_connect ? 0 : (size_t)a[2];
+	unsigned flags = is_connect ? 0 : (unsigned)a[3];
+	unsigned char addr[128];
+	if (aptr == 0 || alen < 2 || alen > sizeof addr || len > sizeof data) return 0;
+	int copy = remote_fd(h, (pid_t)n->pid, (int)(int32_t)a[0]);
+	if (copy < 0) return 0;
+	int dom = -1, type = -1;
+	socklen_t sl = sizeof dom;
+	int ok = getsockopt(copy, SOL_SOCKET, SO_DOMAIN, &dom, &sl) == 0 && (dom == AF_INET || dom == AF_INET6);
+	sl = sizeof type;
+	ok = ok && getsockopt(copy, SOL_SOCKET, SO_TYPE, &type, &sl) == 0;
+	int nonblock = (fcntl(copy, F_GETFL) & O_NONBLOCK) != 0;
+	ok = ok && read_mem((pid_t)n->pid, aptr, addr, alen) == 0;
+	if (is_connect) ok = ok && nonblock;
+	else ok = ok && type == SOCK_DGRAM && (len == 0 || read_mem((pid_t)n->pid, a[1], data, len) == 0);
+	/* Act only for a call still waiting: this also proves a fresh pidfd named the notifying thread. */
+	if (!ok || ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) {
+		close(copy);
+		return ok;
+	}
+	long r;
+	if (is_connect) r = connect(copy, (struct sockaddr *)addr, (socklen_t)alen);
+	else r = sendto(copy, data, len, (int)(flags | MSG_DONTWAIT | MSG_NOSIGNAL), (struct sockaddr *)addr, (socklen_t)alen);
+	int err = r < 0 ? errno : 0;
+	close(copy);
+	if (!is_connect && err == EAGAIN && !nonblock && !(flags & MSG_DONTWAIT)) return 0; /* it would block */
+	struct seccomp_notif_resp resp = {.id = n->id, .val = r < 0 ? 0 : r, .error = -err, .flags = 0};
+	ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+	h->emulated++;
+	return 1;
+}
+
 /*
  * Waits for notifications on `listener` and answers those in the floor; returns when one is for the
  * mediator (1: it is in `out`, a struct seccomp_notif of `out_size` bytes), when `wakefd` is readable (0),
@@ -868,6 +924,7 @@ int hp_fast_serve(void *p, int listener, int wakefd, void *out, int out_size, in
 			}
 			struct seccomp_notif *n = out;
 			if (n->data.arch == NATIVE_ARCH && exec_fast(h, listener, n)) continue;
+if (h->net_direct && n->data.arch == NATIVE_ARCH && net_fast(h, listener, n)) continue;
 			if (h->write.n > 0 && n->data.arch == NATIVE_ARCH && meta(h, listener, n)) continue;
 			if ((h->write.n > 0 || h->files.n > 0) && classify(h, n)) {
 				struct seccomp_notif_resp resp = {.id = n->id, .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE};

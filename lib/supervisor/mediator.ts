@@ -237,7 +237,11 @@ export class Mediator {
    */
   fastRoots(): FastRoots {
     if (this.#log || this.#cfg.container) return { write: [], exec: [], files: [] };
-    return fastRootsOf(this.policy, this.#floor, this.#cfg.mediate.exec);
+    // With connects not mediated, the fast path performs IP connects and sends (lib/socket_policy.ts).
+    return {
+      ...fastRootsOf(this.policy, this.#floor, this.#cfg.mediate.exec),
+      netDirect: !this.#cfg.mediate.connect,
+    };
   }
   rootsVersion = 0;
 

@@ -43,7 +43,8 @@ static void *flip_addr(void *arg) {
 
 static void *flip_fd(void *arg) {
 	(void)arg;
-	int inet = socket(AF_INET, send_mode ? SOCK_DGRAM : SOCK_STREAM, 0);
+	/* non-blocking: hallpass's fast path performs IP connects of non-blocking sockets itself */
+	int inet = socket(AF_INET, (send_mode ? SOCK_DGRAM : SOCK_STREAM) | SOCK_NONBLOCK, 0);
 	while (!atomic_load(&stop)) {
 		int u = socket(AF_UNIX, send_mode ? SOCK_DGRAM : SOCK_STREAM, 0);
 		dup2(inet, N);
