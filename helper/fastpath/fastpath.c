@@ -760,13 +760,13 @@ static int classify(struct hp_fast *h, const struct seccomp_notif *n) {
 	switch (n->data.nr) {
 	case SYS_bind: {
 		/*
-		 * Only a unix socket's path is a write (the mediator decides those); any other family, or an abstract
-		 * name, is continued, as the mediator does — also when the address cannot be read.
+		 * Only a unix socket's path or abstract name is the mediator's (a write; a socket the sandbox owns); any
+		 * other family is continued, as the mediator does — also when the address cannot be read.
 		 */
 		size_t len = (size_t)(a[2] & 0xffffffffu);
 		unsigned char sa[3];
 		if (len < 3 || len > 110 || read_mem(tid, a[1], sa, sizeof sa) < 0) return 1;
-		return (sa[0] | sa[1] << 8) != AF_UNIX || sa[2] == 0;
+		return (sa[0] | sa[1] << 8) != AF_UNIX;
 	}
 	case SYS_chdir:
 	case SYS_fchdir:

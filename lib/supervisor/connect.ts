@@ -106,6 +106,28 @@ export function sockaddrTarget(
   return null;
 }
 
+/**
+ * The inode of the listening socket bound to abstract name `name` in our network namespace (the sandbox's),
+ * from /proc/net/unix, or -1. Names with spaces, newlines or NULs are never found (never "own").
+ */
+export function abstractInode(name: string): number {
+  if (/[\s\0]/.test(name)) return -1;
+  let text: string;
+  try {
+    text = Deno.readTextFileSync("/proc/net/unix");
+  } catch {
+    return -1;
+  }
+  for (const line of text.split("\n")) {
+    // Num RefCount Protocol Flags Type St Inode Path
+    const f = line.trim().split(/\s+/);
+    if (f.length >= 8 && f[7] === "@" + name) {
+      return Number(f[6]);
+    }
+  }
+  return -1;
+}
+
 /** Writes a loopback or bound address (IPv4 dotted, `::1`, `::ffff:a.b.c.d`) into a sockaddr_in/in6. */
 function writeAddr(sa: Uint8Array, text: string): void {
   const v4 = (t: string) => t.split(".").map(Number);
@@ -129,9 +151,13 @@ export class NetMediator {
     number,
     { n: Notification; fd: number; since: number; op?: NetOp; tries?: number }
   >();
-  /** Unix socket paths and abstract names the sandbox bound itself (lib/supervisor/mediator.ts #bind). */
-  readonly ownPaths = new Set<string>();
-  readonly ownAbstract = new Set<string>();
+  /**
+   * Unix sockets the sandbox bound itself (lib/supervisor/mediator.ts #bind performs those binds): socket
+   * files by `dev:ino`, abstract names with the inode of the socket bound to them (checked in /proc/net/unix
+   * at connect: a name the sandbox once had may be an outside daemon's later).
+   */
+  readonly ownFiles = new Set<string>();
+  readonly ownAbstract = new Map<string, number>();
 
   constructor(nfd: NotifyFd, mediateConnect: boolean) {
     this.#nfd = nfd;
@@ -277,18 +303,36 @@ export class NetMediator {
         this.release(op);
         return { kind: "fail", errno: 2 };
       }
-      own = this.ownPaths.has(t.path);
       const pfd = view.openPath(t.path);
       if (pfd < 0) {
         this.release(op);
         return { kind: "fail", errno: -pfd };
       }
       op.pathFd = pfd;
+      // The very file connected to: a socket, with one name. A second name is a hard link the sandbox may
+      // have made to a daemon's socket outside (in the project, or any directory a rule allows): refused.
+      let st: Deno.FileInfo;
+      try {
+        st = Deno.statSync(`/proc/self/fd/${pfd}`);
+      } catch {
+        this.release(op);
+        return { kind: "fail", errno: ECONNREFUSED };
+      }
+      if (((st.mode ?? 0) & 0o170000) !== 0o140000) {
+        this.release(op);
+        return { kind: "fail", errno: ECONNREFUSED }; // what connect says of a file that is not a socket
+      }
+      if ((st.nlink ?? 1) > 1) {
+        this.release(op);
+        return { kind: "fail", errno: EACCES };
+      }
+      own = this.ownFiles.has(`${st.dev}:${st.ino}`);
       const u = unixAddr(`/proc/self/fd/${pfd}`)!;
       op.addr = u.addr;
       op.addrLen = u.len;
     } else if (t.family === "unix" && t.abstract !== undefined) {
-      own = this.ownAbstract.has(t.abstract);
+      const ino = this.ownAbstract.get(t.abstract);
+      own = ino !== undefined && abstractInode(t.abstract) === ino;
     }
     const dns = t.family !== "unix" && t.port === 53 ? " (a DNS name lookup)" : "";
     return { kind: "decide", op, target: t, display: formatTarget(t) + dns, own };

@@ -1234,13 +1234,8 @@ export class Mediator {
     const len = Number(n.args[2] & 0xffffffffn);
     const a = len >= 3 && len <= 110 ? this.#nfd.readBytes(n.tid, n.args[1], len) : null;
     const family = a ? a[0] | (a[1] << 8) : -1;
-    if (!a || family !== 1 /* AF_UNIX */ || a[2] === 0 /* abstract */) {
-      // The sandbox's own abstract sockets: connects to them need no question (lib/socket_policy.ts).
-      if (a && family === 1 && len > 3) {
-        try {
-          this.net.ownAbstract.add(dec.decode(a.subarray(3, len)));
-        } catch { /* not UTF-8: never matched */ }
-      }
+    if (a && family === 1 && a[2] === 0) return this.#bindAbstract(n, a, len);
+    if (!a || family !== 1 /* AF_UNIX */) {
       this.#nfd.continue(n.id);
       this.stats.continued++;
       return;
@@ -1263,19 +1258,43 @@ export class Mediator {
     if (r.kind !== "path") return this.#fail(n, r.kind === "error" ? r.errno : EACCES);
     const target: Target = { path: r.path, anon: false };
     const v = this.#verdict(target, false);
-    if (v !== "deny") this.net.ownPaths.add(r.path); // the sandbox's own socket (lib/socket_policy.ts)
-    if (v === "floor") {
-      this.#nfd.continue(n.id);
-      this.stats.continued++;
-      return;
-    }
     if (v === "deny") return this.#deny(n, "bind", r.path, "write", "rule");
     if (pathExists(r.path)) return this.#fail(n, 98); // EADDRINUSE, as the kernel would say
     const fd = getRemoteFd(this.proc.tgid(n.tid), Number(BigInt.asIntN(32, n.args[0])));
     if (fd < 0) return this.#fail(n, -fd);
     const p: Pending = { n, op: "write", call: null, targets: [target], fdCopy: -1, bindFd: fd, qid: 0 };
-    if (v === "allow") return this.#allow(p, false, "rule");
+    // Performed here in the floor too, so that the socket the sandbox made is known as its own (connects to
+    // it need no question: lib/socket_policy.ts) only once it exists.
+    if (v === "allow" || v === "floor") return this.#allow(p, false, v === "floor" ? "floor" : "rule");
     this.#ask(p, r.path, "bind");
+  }
+
+  /**
+   * bind of an abstract name: performed here on a copy of the socket, so that a name the sandbox really got is
+   * known as its own (with the socket's inode: a name it once had may be an outside daemon's later).
+   */
+  #bindAbstract(n: Notification, a: Uint8Array, len: number): void {
+    const fd = getRemoteFd(this.proc.tgid(n.tid), Number(BigInt.asIntN(32, n.args[0])));
+    if (fd < 0) return this.#fail(n, -fd);
+    try {
+      const addr = new Uint8Array(128);
+      addr.set(a.subarray(0, len));
+      const r = bindFd(fd, addr, len);
+      if (r >= 0) {
+        try {
+          this.net.ownAbstract.set(
+            dec.decode(a.subarray(3, len)),
+            Deno.statSync(`/proc/self/fd/${fd}`).ino ?? -1,
+          );
+        } catch { /* not UTF-8: never matched */ }
+      }
+      this.stats.emulated++;
+      if (!this.#nfd.idValid(n.id)) return;
+      if (r >= 0) this.#nfd.succeed(n.id, 0);
+      else this.#nfd.fail(n.id, -r);
+    } finally {
+      fs.close(fd);
+    }
   }
 
   #emulateBind(p: Pending): number {
@@ -1294,6 +1313,10 @@ export class Mediator {
         if (r < 0) return r;
         // We run with umask 0: give the socket the mode the program's umask would have.
         fs.fchmodatNoFollow(dirfd, cstr(t.slice(i + 1)), 0o777 & ~this.proc.umask(p.n.tid));
+        try {
+          const st = Deno.lstatSync(name);
+          this.net.ownFiles.add(`${st.dev}:${st.ino}`); // the sandbox's own socket (lib/socket_policy.ts)
+        } catch { /* gone already */ }
         return 0;
       } finally {
         fs.close(dirfd);

@@ -82,7 +82,7 @@ for tag, fam, typ, addr in spec:
     s = socket.socket(getattr(socket, fam), getattr(socket, typ))
     if fam == "AF_INET6": s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
     s.bind(tuple(addr) if isinstance(addr, list) else addr)
-    if fam == "AF_UNIX": os.chmod(addr, 0o777)
+    if fam == "AF_UNIX" and not addr.startswith("\0"): os.chmod(addr, 0o777)
     if typ == "SOCK_STREAM": s.listen(64)
     out[tag] = s.getsockname()[1] if fam != "AF_UNIX" else addr
     threading.Thread(target=(tcp if typ == "SOCK_STREAM" else udp), args=(s, tag), daemon=True).start()
@@ -235,6 +235,105 @@ test(
       assertEquals(r.code, 0, r.stderr);
       assert(!r.stderr.includes("denied"), r.stderr);
       assert(await exists(`${s.project}/in.txt`) && await exists(`${s.project}/out.txt`));
+    } finally {
+      await s.cleanup();
+    }
+  },
+);
+
+test({
+  name: "tmux: a hard link to the user's server in the project (or an allowed directory) does not reach it",
+  ignore: needTmux,
+}, async () => {
+  const s = await scratch();
+  const srv = await tmuxServer(s.outside);
+  try {
+    const pwned = `${s.outside}/pwned`;
+    // Control: outside, a hard link to the socket reaches the server (same owner: the kernel allows the link).
+    await Deno.link(srv.sock, `${s.outside}/control.sock`);
+    const c = await run([
+      "tmux",
+      "-S",
+      `${s.outside}/control.sock`,
+      "new-window",
+      "-d",
+      `echo c > ${s.outside}/c`,
+    ]);
+    assertEquals(c.code, 0, c.stderr);
+    await waitFor(() => exists(`${s.outside}/c`), "the control's file");
+    await Deno.remove(`${s.outside}/control.sock`);
+    const allowed = `${s.outside}/allowed`;
+    await Deno.mkdir(allowed);
+    const r = await hp([
+      "--no-ask",
+      "--allow-path",
+      s.outside, // writes where the socket is are allowed (so ln is); connects there are not
+      "--allow-connect",
+      `unix:${allowed}/**`,
+      "--",
+      "/bin/sh",
+      "-c",
+      `ln ${srv.sock} ./s && tmux -S ./s new-window -d 'echo x > ${pwned}'; ` +
+      `ln ${srv.sock} ${allowed}/s && tmux -S ${allowed}/s new-window -d 'echo x > ${pwned}'; exit 0`,
+    ], s.project);
+    assertEquals(r.code, 0, r.stderr);
+    const marker = `${s.outside}/marker`;
+    await run(["tmux", "-S", srv.sock, "new-window", "-d", `echo m > ${marker}`]);
+    await waitFor(() => exists(marker), "the marker");
+    assert(!(await exists(pwned)), `a hard link reached the tmux server: ${r.stderr}`);
+  } finally {
+    await srv.stop();
+    await s.cleanup();
+  }
+});
+
+test(
+  { name: "the sandbox's own abstract sockets need no question; an outside one with a name it had does" },
+  async () => {
+    const s = await scratch();
+    const name = `hallpass-test-own-${crypto.randomUUID().slice(0, 8)}`;
+    try {
+      const code = `import socket, sys
+l = socket.socket(socket.AF_UNIX); l.bind("\\0${name}"); l.listen(1)
+c = socket.socket(socket.AF_UNIX); c.connect("\\0${name}"); print("own ok", flush=True)
+l.close(); c.close()
+sys.stdin.readline()  # the test starts an outside listener with the same name
+c = socket.socket(socket.AF_UNIX)
+try:
+    c.connect("\\0${name}"); print("outside reached")
+except OSError as e: print("outside errno", e.errno)`;
+      const child = new Deno.Command(HALLPASS_ARGV[0], {
+        args: [...HALLPASS_ARGV.slice(1), "--no-ask", "--", PY, "-c", code],
+        cwd: s.project,
+        env: ENV,
+        stdin: "piped",
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      const errP = new Response(child.stderr).text();
+      const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
+      let text = "";
+      while (!text.includes("\n")) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += value;
+      }
+      assertEquals(text.trim(), "own ok", text.trim() === "own ok" ? "" : await errP);
+      const l = await listen([["ab", "AF_UNIX", "SOCK_STREAM", "\0" + name]], s.outside);
+      const w = child.stdin.getWriter();
+      await w.write(new TextEncoder().encode("\n"));
+      await w.close();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        text += value;
+      }
+      await child.status;
+      const err = await errP;
+      assert(text.includes("outside errno"), text + err);
+      assert(err.includes(`denied connect unix:@${name}`), err);
+      assertEquals(await l.drain("ab"), []);
+      await l.stop();
     } finally {
       await s.cleanup();
     }
