@@ -268,6 +268,11 @@ export class NetMediator {
       this.release(op);
       return { kind: "fail", errno: EACCES };
     }
+    if ((domain === AF.UNIX) !== (t.family === "unix") && domain >= 0) {
+      // A unix socket given an IP address, or an IP socket a unix one: the kernel refuses it (EINVAL,
+      // EAFNOSUPPORT) on our copy too. Nothing to ask about.
+      return { kind: "decide", op, target: null, display: "" };
+    }
     if (t.family !== "unix") {
       // Decided on the address the kernel would use (0.0.0.0 and :: are loopback, or the bound address), and
       // performed on that very address.
