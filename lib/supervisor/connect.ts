@@ -314,8 +314,9 @@ export class NetMediator {
         return { kind: "fail", errno: -pfd };
       }
       op.pathFd = pfd;
-      // The very file connected to: a socket, with one name. A second name is a hard link the sandbox may
-      // have made to a daemon's socket outside (in the project, or any directory a rule allows): refused.
+      // The very file connected to: a socket, with one name unless the sandbox made it. A second name is a hard
+      // link the sandbox may have made to a daemon's socket outside (in the project, or any directory a rule
+      // allows), which would borrow that directory's rule: refused.
       let st: Deno.FileInfo;
       try {
         st = Deno.statSync(`/proc/self/fd/${pfd}`);
@@ -327,11 +328,11 @@ export class NetMediator {
         this.release(op);
         return { kind: "fail", errno: ECONNREFUSED }; // what connect says of a file that is not a socket
       }
-      if ((st.nlink ?? 1) > 1) {
+      own = this.ownFiles.has(`${st.dev}:${st.ino}`);
+      if ((st.nlink ?? 1) > 1 && !own) {
         this.release(op);
         return { kind: "fail", errno: EACCES };
       }
-      own = this.ownFiles.has(`${st.dev}:${st.ino}`);
       const u = unixAddr(`/proc/self/fd/${pfd}`)!;
       op.addr = u.addr;
       op.addrLen = u.len;
