@@ -11,16 +11,9 @@ import type { Question } from "../../lib/types.ts";
 import { test, tool } from "../helpers/skip.ts";
 
 const PY = "/usr/bin/python3";
-const ignore = (() => {
-  try {
-    return !Deno.statSync(PY).isFile;
-  } catch {
-    return true;
-  }
-})();
 
-Deno.test(
-  { name: "who asks: a process calling itself git is shown as the python it is", ignore },
+test(
+  { name: "who asks: a process calling itself git is shown as the python it is", ignore: tool(PY) },
   async () => {
     const s = await scratch();
     try {
