@@ -53,6 +53,11 @@ failed=$((f1 + f2))
 [ "$rc1" != 0 ] && [ "$f1" = 0 ] && failed=$((failed + 1))
 [ "$rc2" != 0 ] && [ "$f2" = 0 ] && failed=$((failed + 1))
 
+failed_in() { # "FILE: NAME" of every test and step deno reported FAILED (its file from the "running" header)
+  sed -nE 's/^running [0-9]+ tests? from (.*)$/\1/p; s/^ *(.*) \.\.\. FAILED( \(.*)?$/  \1/p' "$1" |
+    awk '/^  / { print file ": " substr($0, 3); next } { file = $0 }'
+}
+
 SKIPS=build/test-skipped.txt
 {
   skipped_in "$LOG1" | sed 's/^/as '"$(id -un)"': /'
@@ -63,6 +68,11 @@ echo
 if [ "$skipped" -gt 0 ]; then
   echo "=== skipped ($skipped) ==="
   sed -E 's/^(.*) \[skipped: (.*)\]$/  \1\n      why: \2/; t; s/^/  /; s/$/\n      why: (no reason given: the test must use tests\/helpers\/skip.ts)/' "$SKIPS"
+fi
+fails=$( { failed_in "$LOG1" | sed 's/^/as '"$(id -un)"': /'; failed_in "$LOG2" | sed 's/^/as '"$TEST_USER"': /'; } )
+if [ -n "$fails" ]; then
+  echo "=== failed ==="
+  printf '%s\n' "$fails" | sed 's/^/  /'
 fi
 if [ "${CI:-}" = true ]; then
   # tests/helpers/skip.ts already turns these into failures; a skip that still names one is one too.
