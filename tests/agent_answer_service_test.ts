@@ -474,7 +474,10 @@ Deno.test("hallpass answer: parseAnswerArgs takes --agent and --token-file, else
     json: false,
   });
   assertEquals(
-    parseAnswerArgs(["--agent", "http://a:7474", "--agent", "http://b:7474", "--json", "--token-file=/t"], env),
+    parseAnswerArgs(
+      ["--agent", "http://a:7474", "--agent", "http://b:7474", "--json", "--token-file=/t"],
+      env,
+    ),
     { agents: ["http://a:7474", "http://b:7474"], tokenFile: "/t", json: true },
   );
   assertEquals(parseAnswerArgs([], { HALLPASS_TOKEN_FILE: "/e", HALLPASS_TOKEN: "x" }), {
