@@ -13,7 +13,7 @@
  * is restored on every way out: `q`, Ctrl-C, SIGTERM/SIGHUP/SIGINT, a hang-up, an error.
  */
 
-import type { Answer, ContainerIdentity, Op, Question } from "../types.ts";
+import type { Answer, ContainerIdentity } from "../types.ts";
 import { type BarState, handleKey, initialScopeIndex, layout, render, splitKeys } from "../ui/prompt_bar.ts";
 import { displayWidth, truncateEnd, visible } from "../ui/sanitize.ts";
 import { formatDuration } from "../duration.ts";
@@ -35,8 +35,6 @@ export interface AnswerOptions {
 export const DEFAULT_AGENT = "http://127.0.0.1:7474";
 /** Keys sooner than this after a question appears are ignored (as in the workstation bar). */
 export const ARM_MS = 300;
-const POLL_WAIT_S = 25;
-const RETRY_MS = 2000;
 
 export const ANSWER_HELP = `usage: hallpass answer [--agent URL]... [--token-file PATH] [--json]
 

@@ -11,7 +11,7 @@ import { pipe, pollReadable, writeAll } from "../../ffi/libc.ts";
 import { close } from "../../ffi/libc.ts";
 import type { Answer, AskBackend, Question, Rule } from "../types.ts";
 import { ruleFileLine } from "../rules_file.ts";
-import { isGlobTarget, parsePathScope } from "../path_scope.ts";
+import { isGlobTarget } from "../path_scope.ts";
 import type { SessionConfig, ToMain, ToWorker } from "./session_config.ts";
 import type { Summary } from "../summary.ts";
 

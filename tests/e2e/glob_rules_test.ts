@@ -5,7 +5,7 @@
  * neighbours. Each attack's control runs the same commands without hallpass and changes the outside file.
  */
 import assert from "node:assert/strict";
-import { askProgram, bare, hallpass, scratch } from "./harness.ts";
+import { bare, hallpass, scratch } from "./harness.ts";
 
 const ATTACKS = [
   // a name the glob matches, as a symlink to a file it does not: the write lands on the target
