@@ -26,7 +26,9 @@ export type Step =
   /** Write a file (claude: Write; codex: a shell command that writes it). */
   | { write: string; content: string }
   /** Answer with text and end the turn. */
-  | { say: string };
+  | { say: string }
+  /** Answer the turn with an HTTP 400 error (the agent gives up: a non-zero exit). */
+  | { fail: string };
 
 export interface ModelServer {
   /** `http://127.0.0.1:PORT` */
@@ -78,7 +80,7 @@ export function startModelServer(script: Step[], opts: { log?: (line: string) =>
   const stepAt = (i: number): Step => script[i] ?? { say: "done" };
 
   // ---- Anthropic Messages ----------------------------------------------------------------------------------
-  function anthropic(req: Json): { content: Json[]; stop: string; step?: number } {
+  function anthropic(req: Json): { content: Json[]; stop: string; step?: number; fail?: string } {
     const tools: Json[] = Array.isArray(req.tools) ? req.tools : [];
     const main = tools.some((t) => t?.name === "Bash");
     if (!main) return { content: [{ type: "text", text: "ok" }], stop: "end_turn" };
@@ -117,6 +119,7 @@ export function startModelServer(script: Step[], opts: { log?: (line: string) =>
         step,
       };
     }
+    if ("fail" in s) return { content: [], stop: "end_turn", step, fail: s.fail };
     return { content: [{ type: "text", text: s.say }], stop: "end_turn", step };
   }
 
@@ -233,6 +236,12 @@ export function startModelServer(script: Step[], opts: { log?: (line: string) =>
     const step = tool === null ? -1 : input.filter((it) => it?.type === "function_call").length;
     if (step >= 0) maxStep = Math.max(maxStep, step + 1);
     const s: Step = step < 0 ? { say: "ok" } : stepAt(step);
+    if ("fail" in s) {
+      requests[requests.length - 1].step = step;
+      return Response.json({ error: { type: "invalid_request_error", message: s.fail, code: null } }, {
+        status: 400,
+      });
+    }
     const respId = `resp_${++serial}`;
     const items: Json[] = [];
     if ("say" in s) {
@@ -299,6 +308,11 @@ export function startModelServer(script: Step[], opts: { log?: (line: string) =>
     if (url.pathname.endsWith("/messages")) {
       const out = anthropic(body);
       requests[requests.length - 1].step = out.step;
+      if (out.fail !== undefined) {
+        return Response.json({ type: "error", error: { type: "invalid_request_error", message: out.fail } }, {
+          status: 400,
+        });
+      }
       return anthropicResponse(body, out);
     }
     if (url.pathname.endsWith("/responses")) return responses(body);
