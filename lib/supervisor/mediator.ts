@@ -578,8 +578,16 @@ export class Mediator {
       case "setxattr":
       case "removexattr":
         return exists ? 0 : 2;
-      case "rename":
-        return targets.length === 2 && !pathExists(targets[0].path) ? 2 : 0;
+      case "rename": {
+        if (targets.length !== 2) return 0;
+        if (!pathExists(targets[0].path)) return 2; // ENOENT
+        // renameat2: RENAME_NOREPLACE onto an existing name, RENAME_EXCHANGE with a missing one (`mv` tries
+        // NOREPLACE first, then a plain rename: one question, not two).
+        const flags = c.atFlags !== undefined ? Number(n.args[c.atFlags] & 0xffffffffn) : 0;
+        if ((flags & 1 /* RENAME_NOREPLACE */) && exists) return 17; // EEXIST
+        if ((flags & 2 /* RENAME_EXCHANGE */) && !exists) return 2;
+        return 0;
+      }
     }
     return 0;
   }

@@ -2,12 +2,12 @@
  * A performed write lends nothing (docs/threat-model.md, "Writes"): what the supervisor does for a sandboxed
  * process (an answered write outside the floor, a metadata call in the project, by the mediator or the fast
  * path) is done with that process's file system ids, groups and effective capabilities. Root only: the
- * sandboxed root drops its capabilities (setpriv --bounding-set=-all) or becomes another user, and the kernel
+ * sandboxed root drops its capabilities (capset, tests/helpers/nocaps_write.c) or becomes another user, and the kernel
  * refuses it what the files' owner and mode refuse; hallpass, root with every capability, must not do it in
  * its stead. Each case has a bare control; judged from outside (the files' contents, owner, mode, time).
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { askProgram, bare, hallpass, isRoot, scratch } from "./harness.ts";
+import { askProgram, bare, compileHelper, hallpass, isRoot, scratch } from "./harness.ts";
 import { test, tool } from "../helpers/skip.ts";
 
 const ignore = [
@@ -19,10 +19,27 @@ const ENGINES: [string, Record<string, string>][] = [
   ["mediator", { HALLPASS_FAST_PATH: "0" }],
 ];
 
-/** The sandboxed command: root without capabilities, or uid 4243. */
-const DROPS: [string, string[]][] = [
-  ["root without capabilities", ["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--"]],
-  ["another user", ["setpriv", "--reuid=4243", "--regid=4243", "--clear-groups", "--"]],
+/**
+ * The sandboxed command for a directory: root without capabilities (tests/helpers/nocaps_write.c drops them
+ * with capset and does the writes itself: an exec would give root its capabilities back, and dropping the
+ * bounding set needs CAP_SETPCAP, which the sandbox's root no longer has), or uid 4243 (setpriv, then sh).
+ */
+const DROPS: [string, (dir: string) => Promise<string[]>][] = [
+  ["root without capabilities", async (dir) => [await compileHelper("nocaps_write"), dir]],
+  [
+    "another user",
+    (dir) =>
+      Promise.resolve([
+        "/usr/bin/setpriv",
+        "--reuid=4243",
+        "--regid=4243",
+        "--clear-groups",
+        "--",
+        "sh",
+        "-c",
+        SCRIPT(dir),
+      ]),
+  ],
 ];
 
 const SCRIPT = (d: string) =>
@@ -70,7 +87,7 @@ for (const [engine, env] of ENGINES) {
         const c = await scratch();
         try {
           await plant(c.outside);
-          const r = await bare([...drop, "sh", "-c", SCRIPT(c.outside)]);
+          const r = await bare(await drop(c.outside));
           for (const w of WORDS) assert(new RegExp(`${w}=[1-9]`).test(r.stdout), `control ${w}: ${r.stdout}`);
           assertEquals(await state(c.outside), UNCHANGED);
         } finally {
@@ -82,19 +99,9 @@ for (const [engine, env] of ENGINES) {
           await plant(s.outside);
           await Deno.chmod(`${s.outside}/..`, 0o755);
           const ask = await askProgram(`${s.outside}/..`, "once");
+          const cmd = await drop(s.outside);
           const r = await hallpass(
-            [
-              "--ask-program",
-              ask,
-              "-q",
-              "--allow-exec",
-              "/usr/bin/setpriv",
-              "--",
-              ...drop,
-              "sh",
-              "-c",
-              SCRIPT(s.outside),
-            ],
+            ["--ask-program", ask, "-q", "--allow-exec", cmd[0], "--", ...cmd],
             { cwd: s.project, env },
           );
           for (const w of WORDS) {
@@ -103,20 +110,11 @@ for (const [engine, env] of ENGINES) {
           assertEquals(await state(s.outside), UNCHANGED, "outside");
           // In the project: metadata calls are performed (fast path or mediator), writes continued.
           await plant(s.project);
-          const r2 = await hallpass(
-            [
-              "--no-ask",
-              "-q",
-              "--allow-exec",
-              "/usr/bin/setpriv",
-              "--",
-              ...drop,
-              "sh",
-              "-c",
-              SCRIPT(s.project),
-            ],
-            { cwd: s.project, env },
-          );
+          const cmd2 = await drop(s.project);
+          const r2 = await hallpass(["--no-ask", "-q", "--allow-exec", cmd2[0], "--", ...cmd2], {
+            cwd: s.project,
+            env,
+          });
           for (const w of WORDS) {
             assert(new RegExp(`${w}=[1-9]`).test(r2.stdout), `${w}: ${r2.stdout}${r2.stderr}`);
           }
