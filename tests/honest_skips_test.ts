@@ -23,6 +23,7 @@ const FORBIDDEN: [RegExp, string][] = [
     "a skip printed instead of reported (use ignore:)",
   ],
   [/\bassert(\.ok)?\(true\)/, "assert(true) checks nothing"],
+  [/\bconst ignore = !/, "a boolean ignore without a reason (tests/helpers/skip.ts)"],
   [
     /\bignore:\s*(![\w.()"]+|true|[\w.]+ ===? null)\s*(,|\}|$)/,
     "a boolean ignore: without a reason (tests/helpers/skip.ts)",

@@ -144,7 +144,7 @@ export async function runSession(o: SessionOptions): Promise<Session> {
     while (rc === undefined) {
       const s = await t.screen();
       if (s.includes("[o] allow once")) {
-        await sleep(400); // the bar's arm delay
+        await Tmux.pastArmDelay();
         const shown = await t.screen();
         o.onBar?.(shown);
         const bar = Tmux.bar(shown);

@@ -5,9 +5,10 @@
  * is one.
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { HALLPASS, haveTmux, q, sleep, Tmux, until, withPane } from "./tmux.ts";
+import { HALLPASS, q, sleep, Tmux, until, withPane } from "./tmux.ts";
+import { test, tool } from "../helpers/skip.ts";
 
-const ignore = !haveTmux();
+const ignore = tool("tmux");
 
 async function rulesFile(dir: string): Promise<string> {
   return await Deno.readTextFile(`${dir}/xdg/hallpass/rules`).catch(() => "");
@@ -35,7 +36,7 @@ async function rawAfterExit(t: Tmux): Promise<string> {
   return last;
 }
 
-Deno.test(
+test(
   { name: "a DEL byte reaches the terminal as it is; no library diagnostics ever do", ignore },
   async () => {
     const script =
@@ -60,7 +61,7 @@ Deno.test(
   },
 );
 
-Deno.test(
+test(
   { name: "a resize while the bar is up keeps what was above, on the screen and in history", ignore },
   async () => {
     // Sizes the pane goes through while the bar is up; lines printed before hallpass started (`pre`) are in
@@ -102,7 +103,7 @@ Deno.test(
   },
 );
 
-Deno.test({ name: "Ctrl-C stops the shell loop that runs hallpass, as it does bare", ignore }, async () => {
+test({ name: "Ctrl-C stops the shell loop that runs hallpass, as it does bare", ignore }, async () => {
   const loop = (cmd: string) =>
     // The pane's own shell traps SIGINT (so it survives the bare run's Ctrl-C to the whole group) and reports.
     `trap true INT; bash -c ${
@@ -126,14 +127,14 @@ async function running(cmdline: string): Promise<boolean> {
   return new TextDecoder().decode(r.stdout).trim() !== "";
 }
 
-Deno.test(
+test(
   { name: "TERM=dumb: the question on plain lines, no escape sequence from hallpass", ignore },
   async () => {
     await withPane(
       { script: `TERM=dumb hp -- sh -c 'echo before; echo hi > "$DIR/outside/f"; echo "rc=$?"'` },
       async (t) => {
         await t.waitText("hallpass: your answer?");
-        await sleep(400); // the arm delay
+        await Tmux.pastArmDelay();
         await t.keys("o");
         await t.waitText(/^rc=0$/m);
         const raw = await rawAfterExit(t);
@@ -145,7 +146,7 @@ Deno.test(
   },
 );
 
-Deno.test(
+test(
   {
     name: "terminal replies, mouse reports and pastes never answer; the terminal sends no reports meanwhile",
     ignore,
@@ -191,7 +192,7 @@ Deno.test(
   },
 );
 
-Deno.test({ name: "OSC 52 never reaches the terminal; bare, it does", ignore }, async () => {
+test({ name: "OSC 52 never reaches the terminal; bare, it does", ignore }, async () => {
   const osc = `printf '\\033]52;c;ZWNobyBwd25lZA==\\007'; echo after`;
   await withPane({ script: `sh -c ${q(osc)}; hp -q -- sh -c ${q(osc)}` }, async (t) => {
     const raw = await rawAfterExit(t);
@@ -201,7 +202,7 @@ Deno.test({ name: "OSC 52 never reaches the terminal; bare, it does", ignore }, 
   });
 });
 
-Deno.test({
+test({
   name: "palette changes: reset while the bar is up, bar in explicit colours; replayed after",
   ignore,
 }, async () => {
@@ -227,7 +228,7 @@ Deno.test({
   );
 });
 
-Deno.test(
+test(
   { name: "Ctrl-C on the bar denies and interrupts a runaway loop; the shell sees SIGINT", ignore },
   async () => {
     await withPane(
@@ -242,7 +243,7 @@ Deno.test(
   },
 );
 
-Deno.test({ name: "Ctrl-Z on the bar denies and suspends the command (and hallpass)", ignore }, async () => {
+test({ name: "Ctrl-Z on the bar denies and suspends the command (and hallpass)", ignore }, async () => {
   await withPane(
     { script: `hpp -q -- sh -c 'echo x > "$DIR/outside/f"; echo "rc=$?"; echo after'` },
     async (t) => {
@@ -259,7 +260,7 @@ Deno.test({ name: "Ctrl-Z on the bar denies and suspends the command (and hallpa
   );
 });
 
-Deno.test(
+test(
   { name: "[D] says how long it lasts, and each later denial it causes is a line, never silent", ignore },
   async () => {
     await withPane(
@@ -284,7 +285,7 @@ Deno.test(
   },
 );
 
-Deno.test(
+test(
   { name: "below 60 columns the keys wrap onto two lines; [?] shows the help line", ignore },
   async () => {
     await withPane(
@@ -311,7 +312,7 @@ Deno.test(
   },
 );
 
-Deno.test({
+test({
   name: "the command gets HALLPASS=1; the title says hallpass while it runs, then is back",
   ignore,
 }, async () => {
