@@ -111,20 +111,24 @@ Deno.test("racing thread swapping the exec path for 10 s under --no-ask: the ref
     assert(bareRuns > 0, "the race never ran ./evil without hallpass");
     await Deno.remove(`${s.project}/evil.log`);
     // Control 2: hallpass without the floor (an ask program that denies: no floor with a person or a program).
+    // The race is won a few times in seconds on a loaded machine: run until it lands, up to 5 rounds of 4 s.
     const ask = await askProgram(s.outside, "deny");
-    const noFloor = await hp(
-      ["--ask-program", ask, "-q", "--", `${b}/race`, "4", "/usr/bin/true"],
-      s.project,
-    );
-    assertEquals(noFloor.code, 0, noFloor.stderr);
-    const noFloorRuns = await evilRuns(s.project);
+    let noFloorRuns = 0, rounds = 0;
+    while (noFloorRuns === 0 && rounds++ < 5) {
+      const noFloor = await hp(
+        ["--ask-program", ask, "-q", "--", `${b}/race`, "4", "/usr/bin/true"],
+        s.project,
+      );
+      assertEquals(noFloor.code, 0, noFloor.stderr);
+      noFloorRuns = await evilRuns(s.project);
+    }
     await Deno.remove(`${s.project}/evil.log`).catch(() => {});
     // The floor: --no-ask, 10 seconds.
     const r = await hp(["--no-ask", "-q", "--", `${b}/race`, "10", "/usr/bin/true"], s.project);
     assertEquals(r.code, 0, r.stderr);
     const children = Number(/children (\d+)/.exec(r.stdout)?.[1] ?? 0);
     console.log(
-      `./evil ran: bare ${bareRuns} (2 s); hallpass without the floor ${noFloorRuns} (4 s); ` +
+      `./evil ran: bare ${bareRuns} (2 s); hallpass without the floor ${noFloorRuns} (${4 * rounds} s); ` +
         `with the floor ${await evilRuns(s.project)} in ${children} children (10 s)`,
     );
     assert(children > 50, r.stdout);
