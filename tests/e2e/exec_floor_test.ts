@@ -105,9 +105,12 @@ Deno.test("racing thread swapping the exec path for 10 s under --no-ask: the ref
     await Deno.copyFile(`${b}/evil`, `${s.project}/evil`);
     await Deno.chmod(`${s.project}/evil`, 0o755);
     // Control 1: without hallpass the swap runs ./evil.
-    await new Deno.Command(`${b}/race`, { args: ["2", "/usr/bin/true"], cwd: s.project, stdout: "null" })
-      .output();
-    const bareRuns = await evilRuns(s.project);
+    let bareRuns = 0;
+    for (let round = 0; bareRuns === 0 && round < 5; round++) {
+      await new Deno.Command(`${b}/race`, { args: ["2", "/usr/bin/true"], cwd: s.project, stdout: "null" })
+        .output();
+      bareRuns = await evilRuns(s.project);
+    }
     assert(bareRuns > 0, "the race never ran ./evil without hallpass");
     await Deno.remove(`${s.project}/evil.log`);
     // Control 2: hallpass without the floor (an ask program that denies: no floor with a person or a program).
