@@ -107,14 +107,14 @@ export function sockaddrTarget(
 }
 
 /**
- * The inode of the listening socket bound to abstract name `name` in our network namespace (the sandbox's),
- * from /proc/net/unix, or -1. Names with spaces, newlines or NULs are never found (never "own").
+ * The inode of the socket bound to abstract name `name` in the network namespace of process `pid` (the
+ * sandbox's), from /proc/PID/net/unix, or -1. Names with spaces, newlines or NULs are never found (never "own").
  */
-export function abstractInode(name: string): number {
+export function abstractInode(name: string, pid: number): number {
   if (/[\s\0]/.test(name)) return -1;
   let text: string;
   try {
-    text = Deno.readTextFileSync("/proc/net/unix");
+    text = Deno.readTextFileSync(`/proc/${pid}/net/unix`); // the sandbox's network namespace (a container's)
   } catch {
     return -1;
   }
@@ -338,7 +338,7 @@ export class NetMediator {
       op.addrLen = u.len;
     } else if (t.family === "unix" && t.abstract !== undefined) {
       const ino = this.ownAbstract.get(t.abstract);
-      own = ino !== undefined && abstractInode(t.abstract) === ino;
+      own = ino !== undefined && abstractInode(t.abstract, tgid) === ino;
     }
     const dns = t.family !== "unix" && t.port === 53 ? " (a DNS name lookup)" : "";
     return { kind: "decide", op, target: t, display: formatTarget(t) + dns, own };

@@ -340,6 +340,34 @@ except OSError as e: print("outside errno", e.errno)`;
   },
 );
 
+test({
+  name: "a unix socket reached through /proc (fd of an O_PATH open, /proc/PID/root) is decided as itself",
+}, async () => {
+  const s = await scratch();
+  const sock = `${s.outside}/d.sock`;
+  const l = await listen([["d", "AF_UNIX", "SOCK_STREAM", sock]], s.outside);
+  try {
+    const code = `import os, socket
+fd = os.open(${JSON.stringify(sock)}, os.O_PATH)
+for p in ["/proc/self/fd/%d" % fd, "/proc/%d/fd/%d" % (os.getpid(), fd), "/proc/thread-self/fd/%d" % fd,
+          "/proc/%d/root${sock}" % os.getpid(), "/proc/self/cwd/../outside/d.sock"]:
+    c = socket.socket(socket.AF_UNIX)
+    try: c.connect(p); c.send(b"x"); print(p, "connected")
+    except OSError as e: print(p, "errno", e.errno)`;
+    // Control: without hallpass each form reaches the listener.
+    const c = await run([PY, "-c", code], {}, s.project);
+    assert(!c.stdout.includes("errno"), c.stdout + c.stderr);
+    assertEquals((await l.drain("d")).filter((x) => x === "accept d").length, 5);
+    const r = await hp(["--no-ask", "--", PY, "-c", code], s.project);
+    assert(!r.stdout.includes("connected"), r.stdout + r.stderr);
+    assert(r.stderr.includes(`denied connect unix:${sock}`), r.stderr);
+    assertEquals(await l.drain("d"), []);
+  } finally {
+    await l.stop();
+    await s.cleanup();
+  }
+});
+
 // ---------------------------------------------------------------------------------------------------------------
 // D-Bus
 
