@@ -834,8 +834,9 @@ test({
 }, async () => {
   const s = await scratch();
   try {
+    await run(["git", "init", "-q", s.project]); // .git is protected inside (docs/threat-model.md)
     const script = [
-      "git init -q . && git -c user.email=a@b -c user.name=n commit -q --allow-empty -m x && git status --short",
+      "git -c user.email=a@b -c user.name=n commit -q --allow-empty -m x && git status --short",
       `node -e 'require("os").userInfo(); require("dns").lookup("localhost", (e) => process.exit(e ? 1 : 0))'`,
       `${PY} -c 'import pwd, socket; pwd.getpwuid(0); socket.getaddrinfo("localhost", 80)'`,
       "bash --norc --noprofile -c 'id >/dev/null; whoami >/dev/null; ls ~ >/dev/null'",
