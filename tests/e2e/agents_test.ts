@@ -14,7 +14,7 @@
  * screen, and after the answers the screen is the agent's again.
  */
 import { ok as assert } from "node:assert/strict";
-import { ROOT } from "./harness.ts";
+import { hallpass, ROOT } from "./harness.ts";
 import { makeScratch, q, sleep, Tmux } from "./tmux.ts";
 import { agentRules } from "../../lib/agents.ts";
 import { parsePathScope, scopeCovers } from "../../lib/path_scope.ts";
@@ -323,4 +323,22 @@ test({
   } finally {
     await t.close();
   }
+});
+
+Deno.test("hallpass --agents prints each recipe's rules for this user, each with why", async () => {
+  const r = await hallpass(["--agents"], { env: { HOME: "/home/someone", PATH: "/usr/bin:/bin" } });
+  assert(r.code === 0, r.stderr);
+  for (
+    const line of [
+      "allow write /home/someone/.claude.json*",
+      "allow write /tmp/claude-*-cwd",
+      "allow write /home/someone/.codex/**",
+    ]
+  ) {
+    assert(r.stdout.includes(line), `${line} missing:\n${r.stdout}`);
+  }
+  assert(
+    /allow write \/tmp\/claude-\*-cwd\n\s+its Bash tool's shell writes its working directory/.test(r.stdout),
+    r.stdout,
+  );
 });
