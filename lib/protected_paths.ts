@@ -83,6 +83,27 @@ export function gitConfigValue(text: string, section: string, key: string): stri
   return value;
 }
 
+/** Every `path` of `[include]` and `[includeIf "…"]` sections, in order. */
+export function gitIncludePaths(text: string): string[] {
+  const out: string[] = [];
+  let inSection = false;
+  for (const raw of text.split("\n")) {
+    let line = raw.trim();
+    if (line.startsWith("[")) {
+      inSection = /^\[\s*include(if)?\b/i.test(line);
+      line = line.slice(line.indexOf("]") + 1).trim();
+      if (!inSection || line === "") continue;
+    }
+    if (!inSection) continue;
+    const kv = /^path\s*=\s*(.*)$/i.exec(line);
+    if (kv) {
+      const v = unquote(kv[1]);
+      if (v) out.push(v);
+    }
+  }
+  return out;
+}
+
 function unquote(v: string): string {
   let out = "";
   let quoted = false;
@@ -165,6 +186,13 @@ export function findProtectedPaths(o: FindOptions, fs: ProtectFs): ProtectedPath
       gitConfigValue(fs.read(`${dir}/config.worktree`) ?? "", "core", "hooksPath");
     if (hooksPath && worktree) hookPaths.add(resolveFrom(worktree, hooksPath, o.home));
     else if (hooksPath && hooksPath.startsWith("/")) hookPaths.add(normalise(hooksPath));
+    // Files the config includes are config too (`[include] path = ../.gitconfig-shared`), one level deep;
+    // a relative path is relative to the including file.
+    for (const f of [`${dir}/config`, `${dir}/config.worktree`]) {
+      for (const inc of gitIncludePaths(fs.read(f) ?? "")) {
+        add("exact", fs.real(resolveFrom(dir, inc, o.home)), GIT_REASON);
+      }
+    }
     // A submodule's working tree: its `.git` file points here, and rewriting it points git elsewhere.
     const wt = gitConfigValue(config, "core", "worktree");
     if (wt) add("exact", `${resolveFrom(dir, wt, o.home)}/.git`, GIT_REASON);

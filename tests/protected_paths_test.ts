@@ -104,6 +104,18 @@ Deno.test("protected paths: core.hooksPath of the person's config, relative to t
   assert(paths(findProtectedPaths({ project: "/p", home: "/h" }, fs)).includes("/h/hooks/**"));
 });
 
+Deno.test("protected paths: files a repository's config includes are protected too", () => {
+  const fs = fakeFs({
+    "/p/": "",
+    "/p/.git/": "",
+    "/p/.git/config":
+      '[include]\n\tpath = ../.gitconfig-shared\n[includeIf "onbranch:main"]\n  path = /p/tools/git.cfg\n',
+  });
+  const got = paths(findProtectedPaths({ project: "/p", home: "/h" }, fs));
+  assert(got.includes("/p/.gitconfig-shared"), got.join(" "));
+  assert(got.includes("/p/tools/git.cfg"), got.join(" "));
+});
+
 Deno.test("git config reading: sections, quotes, comments, last one wins, subsections skipped", () => {
   const t = '[core]\n  hooksPath = "a b" # c\n[core "x"]\n hooksPath = no\n[Core]\nHOOKSPATH = last ; c\n';
   assertEquals(gitConfigValue(t, "core", "hooksPath"), "last");

@@ -53,7 +53,7 @@ import { isDynamicLoader } from "../loader.ts";
 import { formatScope } from "../path_scope.ts";
 import { protectedHit, type ProtectedPath } from "../protected_paths.ts";
 import { privilegedRefusal, privilegedXattr } from "../privileged_bits.ts";
-import { ANOTHER_TERMINAL, isPtyPath, openOwnPty } from "./other_terminals.ts";
+import { ANOTHER_TERMINAL, isPtyPath, isTerminalPath, openOwnPty } from "./other_terminals.ts";
 
 const EPERM = 1,
   EAGAIN = 11,
@@ -537,7 +537,7 @@ export class Mediator {
         p.warning = why.reason;
         p.suggest = formatScope(why.scope);
         p.scopes = [...new Set([formatScope(why.scope), end])];
-      } else if (c.kind === "open" && isPtyPath(end)) {
+      } else if (c.kind === "open" && isTerminalPath(end)) {
         // A terminal number is reused: never offer more than this one terminal, and never for good.
         p.warning = ANOTHER_TERMINAL;
         p.suggest = end;

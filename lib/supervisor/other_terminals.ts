@@ -26,6 +26,11 @@ export function isPtyPath(path: string): boolean {
   return PTY.test(path);
 }
 
+/** A terminal device by its name: a pty, a virtual console, the console, a serial line (for the bar's words). */
+export function isTerminalPath(path: string): boolean {
+  return PTY.test(path) || /^\/dev\/(tty\d{1,3}|console|ttyS\d{1,3}|ttyUSB\d{1,3}|ttyACM\d{1,3})$/.test(path);
+}
+
 /** The ptys of fds 0-2 (the terminal hallpass was started on), when the command runs on it directly. */
 export function ownTerminals(): string[] {
   const out = new Set<string>();

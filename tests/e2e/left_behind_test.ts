@@ -401,6 +401,39 @@ Deno.test("left behind: core.hooksPath inside the project is protected like .git
   }
 });
 
+Deno.test("left behind: a file the repository's config includes is protected like the config", async () => {
+  // Control: without hallpass, the included file's fsmonitor runs at the next git status outside.
+  const c = await repo();
+  try {
+    await git(c.project, "config", "include.path", "../shared.gitconfig");
+    await Deno.writeTextFile(
+      `${c.project}/shared.gitconfig`,
+      `[core]\n\tfsmonitor = touch ${c.outside}/m; false\n`,
+    );
+    assert(
+      await hookRanOutside(c.project, `${c.outside}/m`),
+      "control: git does not run an included fsmonitor",
+    );
+  } finally {
+    await c.cleanup();
+  }
+  const s = await repo();
+  try {
+    await Deno.writeTextFile(`${s.project}/shared.gitconfig`, "[user]\n\tname = t\n");
+    await git(s.project, "config", "include.path", "../shared.gitconfig");
+    const before = await Deno.readTextFile(`${s.project}/shared.gitconfig`);
+    const r = await sandboxSh(
+      s.project,
+      `printf '[core]\\n\\tfsmonitor = touch ${s.outside}/m; false\\n' >> shared.gitconfig`,
+    );
+    assert(r.stderr.includes("hallpass: denied write"), r.stderr);
+    assertEquals(await Deno.readTextFile(`${s.project}/shared.gitconfig`), before);
+    assert(!(await hookRanOutside(s.project, `${s.outside}/m`)));
+  } finally {
+    await s.cleanup();
+  }
+});
+
 // ---- hallpass's own project rules (issue: the project's rules are not the sandbox's to change)
 
 Deno.test("left behind: the project's .hallpass/rules cannot be rewritten, renamed away or replaced", async () => {
