@@ -24,8 +24,11 @@ if [ "$(id -u)" = 0 ]; then
   id "$TEST_USER" >/dev/null 2>&1 || useradd --create-home --shell /bin/sh "$TEST_USER"
   # The user needs to read the tree and the deno cache, and nothing more.
   chmod -R a+rX "$ROOT" 2>/dev/null || true
-  d=$(dirname "$ROOT") # every directory above it must be searchable (a CI runner's home may not be)
-  while [ "$d" != / ]; do chmod a+x "$d" 2>/dev/null || true; d=$(dirname "$d"); done
+  chmod a+x "$(dirname "$ROOT")" 2>/dev/null || true
+  if [ "${CI:-}" = true ]; then # on a CI machine, every directory above it (a runner's home may be 0750)
+    d=$(dirname "$ROOT")
+    while [ "$d" != / ]; do chmod a+x "$d" 2>/dev/null || true; d=$(dirname "$d"); done
+  fi
   # Its own DENO_DIR for Deno's sqlite caches (root's are not writable for it, and Deno prints a warning on
   # every start when it cannot open one), sharing root's downloaded modules and emitted code read-only.
   USER_DENO_DIR="$ROOT/build/deno-dir-$TEST_USER"
