@@ -128,6 +128,51 @@ export function openSlave(path: string): number {
   return check(libc().open(cpath, O_RDWR | O_NOCTTY, 0), "open", path);
 }
 
+/**
+ * Another fd on the slave, kept by hallpass (close-on-exec, non-blocking): while it is open the slave's input
+ * queue outlives the command, so what was typed and not read can be handed back ({@linkcode takeUnread}).
+ */
+export function openSlaveKeeper(path: string): number {
+  const cpath = new TextEncoder().encode(path + "\0");
+  return check(libc().open(cpath, O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK, 0), "open", path);
+}
+
+const FIONREAD = 0x541bn;
+const TIOCOUTQ = 0x5411n;
+const TIOCSTI = 0x5412n;
+
+/** Bytes waiting in a tty's output queue (written by the program, not yet read through the master). */
+export function outputQueued(fd: number): number {
+  const n = new Int32Array(1);
+  return libc().ioctl(fd, TIOCOUTQ, new Uint8Array(n.buffer)) < 0 ? 0 : n[0];
+}
+
+/**
+ * What was typed to the slave and not read (its input queue, a partial line included): the slave is switched
+ * out of canonical mode to read it. The program is gone by then.
+ */
+export function takeUnread(slave: number): Uint8Array {
+  try {
+    const n = new Int32Array(1);
+    setTermios(slave, makeRaw(getTermios(slave)));
+    if (libc().ioctl(slave, FIONREAD, new Uint8Array(n.buffer)) < 0 || n[0] <= 0) return new Uint8Array(0);
+    return readMasterNow(slave, Math.min(n[0], 65536));
+  } catch {
+    return new Uint8Array(0);
+  }
+}
+
+/**
+ * Puts `bytes` into the input queue of the terminal on `fd` (TIOCSTI; it must be this process's controlling
+ * terminal). False when the kernel refuses it (`dev.tty.legacy_tiocsti = 0`).
+ */
+export function pushInput(fd: number, bytes: Uint8Array): boolean {
+  for (const b of bytes) {
+    if (libc().ioctl(fd, TIOCSTI, Uint8Array.of(b)) < 0) return false;
+  }
+  return true;
+}
+
 /** Sets O_NONBLOCK on fd. */
 export function setNonBlocking(fd: number): void {
   const c = libc();
@@ -197,6 +242,15 @@ export function setTermios(fd: number, state: TermiosState): void {
 export function makeRaw(state: TermiosState): TermiosState {
   const copy = TermiosState.bytes(state).slice();
   libc().cfmakeraw(copy);
+  return new TermiosState(copy, TOKEN);
+}
+
+/** `state` with echo off (ECHO, ECHONL cleared in c_lflag); the rest unchanged. */
+export function withoutEcho(state: TermiosState): TermiosState {
+  const copy = TermiosState.bytes(state).slice();
+  const view = new DataView(copy.buffer);
+  const ECHO = 0o10, ECHONL = 0o100;
+  view.setUint32(12, view.getUint32(12, true) & ~(ECHO | ECHONL), true); // c_lflag: after c_iflag, c_oflag, c_cflag
   return new TermiosState(copy, TOKEN);
 }
 

@@ -31,14 +31,19 @@ import {
   makeRaw,
   openPty,
   openSlave,
+  openSlaveKeeper,
+  outputQueued,
+  pushInput,
   readableWithin,
   readMaster,
   readMasterNow,
   readWhenReady,
   setTermios,
   setWinSize,
+  takeUnread,
   type TermiosState,
   type WinSize,
+  withoutEcho,
   writeAll,
 } from "../../ffi/pty.ts";
 import { type BarStyle, handleKey, initialScopeIndex, layout } from "./prompt_bar.ts";
@@ -140,6 +145,10 @@ export class PtySession implements BarHost {
   #cursorKnown: Promise<void> = Promise.resolve();
   #cprWanted: ((pos: { row: number; col: number } | null) => void) | null = null;
   readonly #keys = new KeyReader();
+  /** hallpass's own fd on the slave (see openSlaveKeeper), or -1. */
+  #keeper = -1;
+  /** The last bytes typed to the program (what may be handed back at the end). */
+  #typed = new Uint8Array(0);
   #titleSet = false;
 
   private constructor(
@@ -178,7 +187,11 @@ export class PtySession implements BarHost {
     try {
       setWinSize(master, size);
       const slave = openSlave(slavePath);
-      return new PtySession(master, slavePath, slave, size, opts);
+      const session = new PtySession(master, slavePath, slave, size, opts);
+      try {
+        session.#keeper = openSlaveKeeper(slavePath);
+      } catch { /* typed-ahead text is then not handed back */ }
+      return session;
     } catch (e) {
       closeFd(master);
       throw e;
@@ -386,6 +399,7 @@ export class PtySession implements BarHost {
         const held = this.#keys.take(); // the start of a sequence read while the bar was up
         if (held.length && !(await writeAll(this.#master, held, signal))) return;
         if (!(await writeAll(this.#master, chunk, signal))) return;
+        this.#noteTyped(held.length ? Uint8Array.from([...held, ...chunk]) : chunk);
       }
     }
   }
@@ -397,7 +411,9 @@ export class PtySession implements BarHost {
    */
   async finish(idleMs = 200): Promise<void> {
     this.closeSlave();
-    const drained = this.#outputDone.then(() => true);
+    // EIO never comes while hallpass keeps its own fd on the slave: drained when the slave's output queue is
+    // empty and the master has nothing to read (checked every 10 ms).
+    const drained = Promise.race([this.#outputDone.then(() => true), this.#whenQuiet()]);
     for (;;) {
       const before = this.gate.bytesOut;
       const done = await Promise.race([
@@ -412,10 +428,63 @@ export class PtySession implements BarHost {
     await this.gate.flushFilter();
     await Promise.allSettled([this.#outputDone, this.#inputDone]);
     await this.gate.flushed();
+    this.#handBackTyped();
     this.restore();
     try {
       closeFd(this.#master);
     } catch { /* already gone */ }
+  }
+
+  #noteTyped(bytes: Uint8Array): void {
+    const all = new Uint8Array(Math.min(this.#typed.length + bytes.length, 4096));
+    const keep = all.length - Math.min(bytes.length, all.length);
+    all.set(this.#typed.subarray(this.#typed.length - keep), 0);
+    all.set(bytes.subarray(bytes.length - (all.length - keep)), keep);
+    this.#typed = all;
+  }
+
+  #whenQuiet(): Promise<true> {
+    return new Promise((resolve) => {
+      if (this.#keeper < 0) return;
+      const tick = () => {
+        if (this.#restored) return;
+        if (outputQueued(this.#keeper) === 0 && !readableWithin(this.#master, 0)) resolve(true);
+        else setTimeout(tick, 10);
+      };
+      setTimeout(tick, 10);
+    });
+  }
+
+  /**
+   * Text typed while the command ran and never read by it goes back to the real terminal's input (TIOCSTI), so
+   * the shell reads it next, as without hallpass. Only bytes the
+   * person typed: the unread queue must be the end of what hallpass passed on (a program could put other bytes
+   * in its own terminal's input with TIOCSTI; those are never handed to the shell outside).
+   */
+  #handBackTyped(): void {
+    if (this.#keeper < 0) return;
+    const keeper = this.#keeper;
+    this.#keeper = -1;
+    try {
+      const unread = takeUnread(keeper);
+      const t = this.#typed;
+      const typed = t.subarray(t.length - unread.length);
+      // The slave's input processing may have turned CR into LF (ICRNL) or back (INLCR): the same key.
+      const same = (u: number, k: number) => u === k || (u === 10 && k === 13) || (u === 13 && k === 10);
+      const ours = unread.length > 0 && unread.length <= t.length &&
+        unread.every((b, i) => same(b, typed[i]));
+      // What goes back is what the person typed; the real terminal processes it again as its own input.
+      // In the person's own modes (ICRNL, a line for a line-reading shell) but without echo: the text was echoed
+      // once already, by the command's terminal, as it would have been without hallpass.
+      if (ours && isatty(0) && this.#saved) {
+        setTermios(0, withoutEcho(this.#saved));
+        pushInput(0, typed);
+      }
+    } finally {
+      try {
+        closeFd(keeper);
+      } catch { /* gone */ }
+    }
   }
 
   /** Puts the real terminal back as it was. Idempotent; safe from signal and error handlers. */

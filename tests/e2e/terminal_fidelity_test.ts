@@ -6,9 +6,22 @@
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { HALLPASS, q, sleep, Tmux, until, withPane } from "./tmux.ts";
-import { test, tool } from "../helpers/skip.ts";
+import { probe, test, tool } from "../helpers/skip.ts";
 
 const ignore = tool("tmux");
+/** TIOCSTI (the kernel may refuse it: dev.tty.legacy_tiocsti = 0). */
+const tiocsti = probe("tiocsti", () => {
+  const v = (() => {
+    try {
+      return Deno.readTextFileSync("/proc/sys/dev/tty/legacy_tiocsti").trim();
+    } catch {
+      return "1"; // older kernels: always allowed
+    }
+  })();
+  return v === "0"
+    ? "dev.tty.legacy_tiocsti = 0: TIOCSTI refused (typed-ahead text is then lost)"
+    : undefined;
+});
 
 async function rulesFile(dir: string): Promise<string> {
   return await Deno.readTextFile(`${dir}/xdg/hallpass/rules`).catch(() => "");
@@ -325,4 +338,62 @@ test({
       await until(async () => (await t.display("#{pane_title}")) === "before", "the title back");
     },
   );
+});
+
+test({
+  name: "text typed while the command runs and never read by it goes to the shell after, as bare",
+  ignore: [ignore, tiocsti],
+}, async () => {
+  const echoes: number[] = [];
+  for (
+    const [what, cmd] of [["bare", "sh -c 'sleep 1.5'"], ["hallpass", `${HALLPASS} -q -- sh -c 'sleep 1.5'`]]
+  ) {
+    const marker = `${what}-${Deno.pid}`;
+    await withPane(
+      { script: `touch "$DIR/started"; ${cmd}; IFS= read -r line; echo "got:$line"` },
+      async (t) => {
+        await t.waitFile(`${t.dir}/started`);
+        await until(() => running("sleep 1.5"), "the command");
+        await t.type(`typed ${marker}`);
+        await t.keys("Enter");
+        const s = await t.waitText(`got:typed ${marker}`);
+        // Echoed once, as bare: by the command's terminal while it ran, not again when handed back.
+        echoes.push(s.split("\n").filter((l) => l === `typed ${marker}`).length);
+      },
+    );
+  }
+  assertEquals(echoes, [1, 1]);
+});
+
+test({
+  name: "bytes the program puts in its own terminal's input never reach the shell outside",
+  // The attack needs TIOCSTI inside the sandbox, and python3 to make the call.
+  ignore: [ignore, tiocsti, tool("/usr/bin/python3")],
+}, async () => {
+  // The program injects a command into its own pty's input (TIOCSTI) and exits without reading it.
+  const inject =
+    `import fcntl, termios\nfor c in b"echo PWNED\\n": fcntl.ioctl(0, termios.TIOCSTI, bytes([c]))\n`;
+  for (const [what, run] of [["bare", ""], ["hallpass", "hp -q -- "]]) {
+    await withPane(
+      {
+        script: `printf '%s' ${q(inject)} > "$DIR/inject.py"; ${run}/usr/bin/python3 "$DIR/inject.py"; ` +
+          `touch "$DIR/ran"; IFS= read -r line; echo "got:$line"`,
+      },
+      async (t) => {
+        await t.waitFile(`${t.dir}/ran`);
+        if (what === "bare") {
+          // Control: without hallpass the injected line is what the shell reads next.
+          const s = await t.waitText(/^got:/m);
+          assert(/^got:echo PWNED$/m.test(s), s);
+          return;
+        }
+        // The program's exit has been handled (the pane's shell went on): nothing was handed back, so the
+        // shell waits for the person.
+        await t.type("safe");
+        await t.keys("Enter");
+        const s = await t.waitText(/^got:/m);
+        assert(/^got:safe$/m.test(s), s);
+      },
+    );
+  }
 });
