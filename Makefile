@@ -31,11 +31,13 @@ endif
 # What hallpass itself needs, pinned in runtime.lock (deno.lock also holds the test-only packages).
 RUNTIME_LOCK := --lock=$(CURDIR)/runtime.lock --frozen
 
-.PHONY: all deps deno run test bench install clean check fmt hallpass-request verify
+.PHONY: all deps apt deno run test bench install clean check fmt hallpass-request verify
 all: deps build/hallpass-launcher build/libhallpass-fastpath.so build/filter.bpf hallpass-request hallpass verify
 
-# Debian/Ubuntu packages the build and the tests use, installed only when missing.
-deps:
+# Debian/Ubuntu packages the build and the tests use, installed only when missing; then the pinned Deno.
+deps: apt
+	@$(MAKE) --no-print-directory deno
+apt:
 	@missing=""; for p in $(APT_PKGS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "make: installing$$missing"; \
@@ -45,11 +47,11 @@ deps:
 	    >build-apt.log 2>&1 || { cat build-apt.log; echo "make: apt-get install$$missing failed (above)" >&2; exit 1; }; \
 	  rm -f build-apt.log; \
 	fi
-	@$(MAKE) --no-print-directory deno
 
 # A pinned Deno from the npm registry (JSR and Deno's download server are not needed).
 deno: $(DENO)
 $(DENO):
+	@command -v npm >/dev/null || $(MAKE) --no-print-directory apt APT_PKGS=npm
 	@mkdir -p $(TOOLS)
 	@echo "make: installing deno $(DENO_VERSION) from the npm registry into .tools/"
 	@cd $(TOOLS) && npm install --no-audit --no-fund deno@$(DENO_VERSION) >npm-install.log 2>&1 \
