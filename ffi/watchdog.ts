@@ -8,15 +8,22 @@ import { SYS, sys } from "./libc.ts";
 /** SIGRTMIN+10 (glibc's SIGRTMIN is 34): used by nothing else in hallpass or Deno. */
 export const WATCHDOG_SIGNAL = 44;
 
-/** Installs the do-nothing, non-restarting handler from the fast path library; false when unavailable. */
+let installed: boolean | null = null;
+
+/**
+ * Installs the do-nothing, non-restarting handler from the fast path library, once per process (the agent
+ * has a host per container); false when unavailable.
+ */
 export function installWatchdogSignal(libPath: string): boolean {
+  if (installed !== null) return installed;
   try {
     const lib = Deno.dlopen(libPath, { hp_interruptible: { parameters: ["i32"], result: "i32" } });
     // The library stays loaded: the handler lives in it.
-    return lib.symbols.hp_interruptible(WATCHDOG_SIGNAL) === 0;
+    installed = lib.symbols.hp_interruptible(WATCHDOG_SIGNAL) === 0;
   } catch {
-    return false;
+    installed = false;
   }
+  return installed;
 }
 
 /** The calling thread's id. */

@@ -162,11 +162,17 @@ export class SupervisorHost {
    * session goes on; the person is told once.
    */
   #startWatchdog(): void {
-    const lib = this.#cfg.fastPath;
-    if (!lib || this.#watchdog !== undefined) return;
-    Promise.all([import("../../ffi/watchdog.ts"), import("../../ffi/notify.ts")]).then(
-      ([w, { NotifyFd }]) => {
-        if (this.#closing || !w.installWatchdogSignal(lib)) return;
+    if (this.#watchdog !== undefined) return;
+    // Its signal handler lives in the fast path library; a container's config has none (the agent's Worker
+    // never runs the fast path), so the agent's sessions look it up here.
+    const lib = this.#cfg.fastPath !== undefined && this.#cfg.fastPath !== null
+      ? Promise.resolve(this.#cfg.fastPath)
+      : this.#cfg.container
+      ? import("../run.ts").then((r) => r.fastPathLibrary())
+      : Promise.resolve(null);
+    Promise.all([lib, import("../../ffi/watchdog.ts"), import("../../ffi/notify.ts")]).then(
+      ([lib, w, { NotifyFd }]) => {
+        if (lib === null || this.#closing || !w.installWatchdogSignal(lib)) return;
         const state = new Int32Array(this.#posted);
         const handling = new BigUint64Array(this.#posted, 16, 1);
         const nfd = new NotifyFd(this.#cfg.listenerFd);
