@@ -151,3 +151,20 @@ export function step(
 ): Promise<boolean> {
   return t.step(definition(def, fn) as Deno.TestStepDefinition);
 }
+
+/**
+ * The running kernel's Landlock ABI is at least `abi` (what a promise resting on that ABI needs: truncate 3,
+ * ioctl on devices 5, signal and abstract-socket scopes 6). Forced missing by `landlock-abi-N` (or
+ * `landlock-abi`) in HALLPASS_TEST_MISSING.
+ */
+export function landlockAbi(abi: number, what: string): Promise<Need> {
+  const name = `landlock-abi-${abi}`;
+  if (FORCED.has("landlock-abi")) {
+    return Promise.resolve({ reason: `${name} forced missing by HALLPASS_TEST_MISSING` });
+  }
+  return probeAsync(name, async () => {
+    const { landlockAbi } = await import("../../ffi/landlock.ts");
+    const have = landlockAbi();
+    return have >= abi ? undefined : `${what} needs Landlock ABI ≥ ${abi}; this kernel has ${have}`;
+  });
+}
