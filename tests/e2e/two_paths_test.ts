@@ -225,3 +225,49 @@ Deno.test("two paths: a timed scope covering one end asks about the other; cover
     await s.cleanup();
   }
 });
+
+for (const [engine, env] of ENGINES) {
+  for (const tainted of [false, true]) {
+    Deno.test(
+      `two paths (${engine}${
+        tainted ? ", deny rule in the project: performed" : ""
+      }): racing threads flip the ` +
+        "destination and swap a directory for a symlink for 3 s: nothing lands outside",
+      async () => {
+        const helper = await compileHelper("rename_race", ["-pthread"]);
+        // Control: without hallpass the race overwrites the outside file.
+        const c = await scratch();
+        try {
+          await Deno.writeTextFile(`${c.outside}/victim`, "orig");
+          await bare([helper, c.project, c.outside, "1"]);
+          assert(
+            (await Deno.readTextFile(`${c.outside}/victim`)) !== "orig",
+            "control: the race did not land",
+          );
+        } finally {
+          await c.cleanup();
+        }
+        const s = await scratch();
+        try {
+          await Deno.writeTextFile(`${s.outside}/victim`, "orig");
+          const before = await snapshot(s.outside);
+          const extra = tainted ? ["--rules", `${s.outside}/../rules`] : [];
+          if (tainted) {
+            await Deno.writeTextFile(`${s.outside}/../rules`, `deny write ${s.project}/secret/**\n`);
+          }
+          const r = await hallpass(
+            ["--no-ask", "-q", ...extra, "--allow-exec", helper, "--", helper, s.project, s.outside, "3"],
+            { cwd: s.project, env, timeoutMs: 60_000 },
+          );
+          const m = r.stdout.match(/rename_race ok=(\d+) denied=(\d+) other=(\d+)/);
+          assert(m, r.stdout + r.stderr);
+          assert(Number(m[1]) > 0, `nothing allowed ever went through: ${r.stdout}`);
+          assert(Number(m[2]) > 0, `nothing was ever denied: the race never reached outside (${r.stdout})`);
+          assertEquals(await snapshot(s.outside), before, "the outside directory changed");
+        } finally {
+          await s.cleanup();
+        }
+      },
+    );
+  }
+}
