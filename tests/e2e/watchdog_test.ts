@@ -7,6 +7,7 @@
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { bare, compileHelper, hallpass, isRoot, scratch } from "./harness.ts";
+import { test } from "../helpers/skip.ts";
 
 const why = !isRoot() ? "needs root to mount FUSE" : (() => {
   try {
@@ -17,11 +18,9 @@ const why = !isRoot() ? "needs root to mount FUSE" : (() => {
   }
 })();
 
-Deno.test({
-  name: `watchdog: a file system that never answers fails the call, not the session${
-    why ? ` (SKIP: ${why})` : ""
-  }`,
-  ignore: why !== null,
+test({
+  name: "watchdog: a file system that never answers fails the call, not the session",
+  ignore: why === null ? undefined : { reason: why },
   fn: async () => {
     const helper = await compileHelper("stall_fuse");
     const s = await scratch();
