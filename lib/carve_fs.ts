@@ -7,6 +7,14 @@
 import type { CarveEntry, CarveFs } from "./landlock_carve.ts";
 
 export const realCarveFs: CarveFs = {
+  shared(dir: string): boolean {
+    try {
+      const m = Deno.lstatSync(dir).mode ?? 0;
+      return (m & 0o1002) === 0o1002; // sticky and writable by others
+    } catch {
+      return false;
+    }
+  },
   list(dir: string): CarveEntry[] | undefined {
     let it;
     try {
@@ -21,12 +29,15 @@ export const realCarveFs: CarveFs = {
       else if (e.isSymlink) out.push({ name: e.name, kind: "symlink" });
       else {
         let links = 1;
+        let ino: number | undefined;
         try {
-          links = Deno.lstatSync(`${dir === "/" ? "" : dir}/${e.name}`).nlink ?? 1;
+          const st = Deno.lstatSync(`${dir === "/" ? "" : dir}/${e.name}`);
+          links = st.nlink ?? 1;
+          ino = st.ino ?? undefined;
         } catch {
           // gone meanwhile: no rule is harmless
         }
-        out.push({ name: e.name, kind: e.isFile ? "file" : "other", links });
+        out.push({ name: e.name, kind: e.isFile ? "file" : "other", links, ino });
       }
     }
     return out;

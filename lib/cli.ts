@@ -12,6 +12,10 @@ export interface CliOptions {
   allowPaths: string[];
   allowExec: string[];
   allowConnect: string[];
+  /** `--allow-read PATH`: lift a read protection (lib/secrets.ts). */
+  allowRead: string[];
+  /** `--protect PATH`: make PATH unreadable too. */
+  protect: string[];
   mediate: { write: true; exec: boolean; connect: boolean };
   noAsk: boolean;
   /** Exit 123 when the command exited 0 but something was denied (docs/ci.md). */
@@ -46,7 +50,7 @@ network connects wait for your answer.
 
 usage: hallpass [OPTIONS] [--] [COMMAND [ARG...]]     (no COMMAND: $SHELL, else /bin/sh)
        hallpass doctor                               what this kernel and machine support
-       hallpass rules [write|exec|connect TARGET]    the rules, and which one decides an operation
+       hallpass rules [write|exec|connect|read TARGET]  the rules, and which one decides an operation
        hallpass agent [OPTIONS]                      Kubernetes node agent (hallpass agent --help)
        hallpass answer [--agent URL]                 answer an agent's questions (hallpass answer --help)
 
@@ -56,6 +60,9 @@ options:
   --allow-exec PROG      PROG runs without asking: a path, a name in $PATH, DIR/**, or @group
   --allow-connect DEST   connects to DEST go through: [tcp:|udp:]ADDR[/N][:PORT[-PORT]], *, [IPv6],
                          unix:/path, unix:/dir/**, unix:@name, unix:@prefix*
+  --allow-read PATH      PATH may be read although it is a protected credential location (hallpass rules
+                         lists them), or a file inside one
+  --protect PATH         PATH (a file, or a directory and everything below) cannot be read either
   --mediate LIST         categories that ask: write (always), exec, connect (default write,exec)
   --no-ask               never show a prompt: what would ask is denied (default without a terminal)
   --fail-on-deny         exit 123 when the command succeeded but something was denied (CI; docs/ci.md)
@@ -76,6 +83,8 @@ const WITH_VALUE = new Set([
   "--allow-path",
   "--allow-exec",
   "--allow-connect",
+  "--allow-read",
+  "--protect",
   "--mediate",
   "--ask-program",
   "--agent",
@@ -102,6 +111,8 @@ export function parseCommandLine(argv: string[]): Invocation {
     allowPaths: [],
     allowExec: [],
     allowConnect: [],
+    allowRead: [],
+    protect: [],
     mediate: { write: true, exec: true, connect: false },
     noAsk: false,
     agents: [],
@@ -164,6 +175,12 @@ export function parseCommandLine(argv: string[]): Invocation {
       case "--allow-connect":
         o.allowConnect.push(value);
         break;
+      case "--allow-read":
+        o.allowRead.push(value);
+        break;
+      case "--protect":
+        o.protect.push(value);
+        break;
       case "--mediate":
         o.mediate = parseMediate(value);
         break;
@@ -211,6 +228,8 @@ export function parseCommandLine(argv: string[]): Invocation {
     o.allowPaths.push(...so.allowPaths);
     o.allowExec.push(...so.allowExec);
     o.allowConnect.push(...so.allowConnect);
+    o.allowRead.push(...so.allowRead);
+    o.protect.push(...so.protect);
     o.agents.push(...so.agents);
     o.rulesFiles.push(...so.rulesFiles);
     return { kind: "rules", args: so.command, opts: o };

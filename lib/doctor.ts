@@ -55,6 +55,16 @@ export function runChecks(): Check[] {
       ? undefined
       : "the write floor needs Landlock: boot with lsm=...,landlock (CONFIG_SECURITY_LANDLOCK=y); hallpass refuses to run without it",
   });
+  checks.push({
+    name: "read protection",
+    ok: abi >= 1,
+    value: abi >= 1
+      ? `credential files unreadable (Landlock ABI ${abi}): \`hallpass rules\` lists them`
+      : "not enforced: no Landlock",
+    advice: abi >= 1
+      ? undefined
+      : "SSH keys, cloud tokens and the rest of the list would be readable: Landlock (Linux ≥ 5.13) is needed",
+  });
   if (abi >= 1) {
     checks.push({
       name: "Landlock ABI ≥ 3 (truncate)",

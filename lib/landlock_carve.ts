@@ -19,6 +19,8 @@
  *     given where it really is (see `withAliases`).
  *   - Landlock knows paths, not files: a hard link made before the run, or a bind mount of a parent, is a
  *     second name that no hole covers.
+ *   - a directory everyone creates files in (/tmp) is never carved: the holes below it are dropped and
+ *     reported (`dropped`), since every temporary file made during the run would be unreadable otherwise.
  *
  * Pure: the file system is read through the injected `CarveFs`, so every case is a unit test
  * (tests/landlock_carve_test.ts). lib/carve_fs.ts is the real one.
@@ -32,16 +34,23 @@ export interface CarveEntry {
   kind: "dir" | "file" | "symlink" | "other";
   /** How many names the file has (non-directories); more than one may mean a name inside a hole. */
   links?: number;
+  /** The file's inode number (non-directories), to tell a file replaced under the same name. */
+  ino?: number;
 }
 
 export interface CarveFs {
   /** The entries of a directory; undefined when it is not an existing directory (missing, a file, unlistable). */
   list(dir: string): CarveEntry[] | undefined;
+  /**
+   * Whether everyone creates files in this directory (world-writable and sticky: /tmp, /var/tmp, /dev/shm):
+   * such a directory is never carved, and the holes below it are dropped (reported).
+   */
+  shared?(dir: string): boolean;
 }
 
 /**
  * Grant `access` everywhere below `path`: absolute and canonical (no symlink in it: the caller resolves it).
- * A grant with holes below it that turns out to be a symlink is dropped.
+ * A grant that does not exist, or turns out to be a symlink, is dropped.
  */
 export interface CarveGrant {
   path: string;
@@ -79,6 +88,8 @@ export interface CarveResult {
    * the file, not the name, so a rule on a second name of a protected file would open it by every name.
    */
   hardLinked: string[];
+  /** Holes not kept because a directory on the way to them is shared (see `CarveFs.shared`). */
+  dropped: string[];
 }
 
 export class CarveLimitError extends Error {
@@ -140,6 +151,7 @@ export function carve(
   const rules = new Map<string, CarveRule>();
   const carved = new Map<string, bigint>();
   let listed = 0;
+  const dropped: string[] = [];
   const hardLinked: string[] = [];
   const hs = holes.filter((h) => h.withhold !== 0n).map((h) => ({
     path: normalise(h.path),
@@ -167,6 +179,13 @@ export function carve(
     let w = 0n;
     for (const h of deeper) w |= h.withhold;
     w &= acc;
+    if (w !== 0n && fs.shared?.(path)) {
+      // Carving a directory everyone creates files in (/tmp) would leave every new file there unreadable:
+      // the holes below it are not kept, and said (`dropped`).
+      add(path, acc, dir, path);
+      for (const h of deeper) if (h.withhold & acc) dropped.push(h.path);
+      return;
+    }
     add(path, acc & ~w, dir, path);
     if (w === 0n) return;
     const entries = fs.list(path);
@@ -194,15 +213,10 @@ export function carve(
   for (const g of grants) {
     const root = normalise(g.path);
     const below = hs.filter((h) => isAtOrBelow(h.path, root));
-    if (below.length === 0) {
-      // Nothing to carve: the kind does not matter to the rule (the ruleset masks a file's rights).
-      add(root, g.access, true, root);
-      continue;
-    }
     const parent = root === "/" ? undefined : root.slice(0, root.lastIndexOf("/")) || "/";
     const name = root.slice(root.lastIndexOf("/") + 1);
     const kind = parent === undefined ? "dir" : fs.list(parent)?.find((e) => e.name === name)?.kind;
-    if (kind === undefined || kind === "symlink") continue; // a grant must be given where it really is
+    if (kind === undefined || kind === "symlink") continue; // missing, or not where it really is
     walk(root, g.access, kind === "dir", below);
   }
   const byPath = <T extends { path: string }>(a: T, b: T) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
@@ -211,6 +225,7 @@ export function carve(
     carved: [...carved].map(([path, missing]) => ({ path, missing })).sort(byPath),
     listed,
     hardLinked: [...new Set(hardLinked)].sort(),
+    dropped: [...new Set(dropped)].sort(),
   };
 }
 

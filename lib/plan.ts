@@ -7,7 +7,7 @@ import type { CliOptions } from "./cli.ts";
 import { globDir, normalizePath, parsePathScope } from "./path_scope.ts";
 import { parseRules, parseRuleTarget } from "./rules_file.ts";
 import { lookupInPath } from "./path_lookup.ts";
-import { type Rule, UsageError } from "./types.ts";
+import { type ReadRule, type Rule, UsageError } from "./types.ts";
 import { FS, type LandlockRuleset, NET, SCOPE } from "../ffi/landlock.ts";
 import { formatScope } from "./path_scope.ts";
 import { agentRules, shellHistoryRules } from "./agents.ts";
@@ -16,6 +16,8 @@ import { findProtectedPaths, holesOf, type ProtectedPath, realProtectFs } from "
 import { readProjectRules } from "./project_rules.ts";
 import { carve, type CarveFs } from "./landlock_carve.ts";
 import { realCarveFs } from "./carve_fs.ts";
+import { type ReadProtection, readProtection } from "./secrets.ts";
+import { readPath } from "./rules_file.ts";
 
 export interface Plan {
   project: string;
@@ -39,6 +41,8 @@ export interface Plan {
   argv: string[];
   pathEnv: string;
   userRulesFile: string;
+  /** Credential locations the sandbox cannot read (lib/secrets.ts; enforced by lib/read_floor.ts). */
+  reads: ReadProtection;
 }
 
 /**
@@ -67,7 +71,7 @@ export function projectStateDir(userRulesFile: string): string {
 
 export function readRulesFile(
   file: string,
-  opts: { project: string; cwd: string; home: string; pathEnv: string },
+  opts: { project: string; cwd: string; home: string; pathEnv: string; reads?: ReadRule[] },
 ): Rule[] {
   let text: string;
   try {
@@ -97,6 +101,7 @@ export function readRulesFile(
     home: opts.home,
     isDir,
     lookup: (p) => lookupInPath(p, opts.pathEnv),
+    reads: opts.reads,
   });
 }
 
@@ -201,7 +206,24 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
     }),
     source: { kind: "builtin", what: "hallpass's own programs" },
   });
-  const fileOpts = { project, cwd, home, pathEnv };
+  const reads: ReadRule[] = [];
+  for (
+    const [option, list, effect] of [
+      ["--protect", o.protect, "protect"],
+      ["--allow-read", o.allowRead, "allow"],
+    ] as const
+  ) {
+    for (const text of list) {
+      let path: string;
+      try {
+        path = readPath(text, { cwd, home });
+      } catch (e) {
+        throw new UsageError(`${option} ${text}: ${(e as Error).message}`);
+      }
+      reads.push({ effect, path, source: cli(option) });
+    }
+  }
+  const fileOpts = { project, cwd, home, pathEnv, reads };
   try {
     if (Deno.statSync(userRulesFile).isFile) rules.push(...readRulesFile(userRulesFile, fileOpts));
   } catch (e) {
@@ -244,6 +266,19 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
   const program = resolveCommand(command[0], pathEnv, cwd);
   // The shell hallpass starts itself keeps its history without asking (lib/agents.ts shellHistoryRules).
   if (!o.command.length) rules.push(...shellHistoryRules(program, { home, histfile: env("HISTFILE") }));
+  const protection = readProtection({
+    home,
+    uid: Deno.uid() ?? -1,
+    env,
+    rules: reads,
+    list: (d) => {
+      try {
+        return [...Deno.readDirSync(d)].map((e) => e.name);
+      } catch {
+        return undefined;
+      }
+    },
+  });
   return {
     project,
     home,
@@ -258,6 +293,7 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
     argv: command,
     pathEnv,
     userRulesFile,
+    reads: protection,
   };
 }
 
@@ -373,13 +409,15 @@ function terminalDevices(): string[] {
 
 /**
  * The Landlock ruleset for a plan: write rights only in the floor; signal scope; net when asked; with an
- * execute floor (lib/exec_floor.ts), EXECUTE only there.
+ * execute floor (lib/exec_floor.ts), EXECUTE only there; with `read` (lib/read_floor.ts), READ_FILE
+ * everywhere but the protected credential locations.
  */
 export function landlockPlan(
   plan: Plan,
   abi: number,
   mediateConnect: boolean,
   execFloor?: { path: string }[],
+  read?: { rules: { path: string; access: bigint; dir: boolean }[] },
 ): LandlockRuleset {
   let write = FS.WRITE_FILE | FS.REMOVE_DIR | FS.REMOVE_FILE | FS.MAKE_CHAR | FS.MAKE_DIR | FS.MAKE_REG |
     FS.MAKE_SOCK | FS.MAKE_FIFO | FS.MAKE_BLOCK | FS.MAKE_SYM;
@@ -390,7 +428,7 @@ export function landlockPlan(
   const scoped = abi >= 6 ? SCOPE.SIGNAL | SCOPE.ABSTRACT_UNIX_SOCKET : 0n;
   const exec = execFloor ? execFloor.map((e) => ({ path: e.path, access: FS.EXECUTE })) : [];
   return {
-    handledFs: write | (execFloor ? FS.EXECUTE : 0n),
+    handledFs: write | (execFloor ? FS.EXECUTE : 0n) | (read ? FS.READ_FILE : 0n),
     // With connect mediated, the kernel refuses every TCP connect the sandbox makes itself (Landlock ABI ≥ 4):
     // the supervisor performs the allowed ones on the program's socket.
     handledNet: mediateConnect && abi >= 4 ? NET.CONNECT_TCP : 0n,
@@ -403,6 +441,7 @@ export function landlockPlan(
         ...(f.nofollow ? { dir: f.kind === "tree" } : {}),
       })),
       ...exec,
+      ...(read?.rules ?? []),
     ],
     ports: [],
   };

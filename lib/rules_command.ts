@@ -1,5 +1,5 @@
 /**
- * `hallpass rules [write|exec|connect TARGET]`: the rules in force for a run started here (options, the saved
+ * `hallpass rules [write|exec|connect|read TARGET]`: the rules in force for a run started here (options, the saved
  * rules, rules files, the project's file), and, given an operation and a target, which rule decides it and why.
  */
 import type { CliOptions } from "./cli.ts";
@@ -10,6 +10,7 @@ import { formatScope, normalizePath } from "./path_scope.ts";
 import { formatProtected, protectedHit } from "./protected_paths.ts";
 import { formatRule } from "./rules_file.ts";
 import { UsageError } from "./types.ts";
+import { readRulesLines, readVerdict } from "./secrets_command.ts";
 
 export function rulesCommand(args: string[], opts: CliOptions): number {
   const plan = makePlan({ ...opts, command: ["/bin/sh"] }, (k) => Deno.env.get(k));
@@ -25,10 +26,17 @@ export function rulesCommand(args: string[], opts: CliOptions): number {
     for (const r of plan.rules) console.log(`${formatRule(r, now).padEnd(60)} # ${formatSource(r.source)}`);
     console.log("# protected: asks even where writing is allowed (an allow rule naming the path allows it)");
     for (const p of plan.protected ?? []) console.log(formatProtected(p));
+    for (const l of readRulesLines(plan.reads, plan.home)) console.log(l);
     return 0;
   }
-  if (args.length !== 2 || !["write", "exec", "connect"].includes(args[0])) {
-    throw new UsageError("usage: hallpass rules [write|exec|connect TARGET]");
+  if (args.length !== 2 || !["write", "exec", "connect", "read"].includes(args[0])) {
+    throw new UsageError("usage: hallpass rules [write|exec|connect|read TARGET]");
+  }
+  if (args[0] === "read") {
+    for (const l of readVerdict(plan.reads, normalizePath(args[1], plan.cwd, plan.home), plan.home)) {
+      console.log(l);
+    }
+    return 0;
   }
   const op = args[0] as "write" | "exec" | "connect";
   let target = args[1];

@@ -6,6 +6,8 @@
  *
  *     allow|deny write|exec|connect TARGET [for DURATION]
  *     group @name MEMBER...
+ *     protect PATH           PATH (a file or a directory and everything below) is unreadable (lib/secrets.ts)
+ *     allow read PATH        lifts the protection of PATH, or makes PATH readable inside a protected directory
  *     # a comment; also after a rule: "allow write /x  # why"
  *
  * * Targets are those of SPEC §2: write → a path scope (`PATH`, `DIR/**`, an existing directory is a tree,
@@ -20,8 +22,8 @@
  * * Every bad line is an error `FILE:LINE: problem` ({@link RulesError}); nothing is skipped silently.
  *
  * Project files (`project: true`): SPEC §5 says a file inside the project can only narrow what is allowed.
- * Chosen reading: such a file may contain only `deny` rules. An `allow` line is an error naming the line, and so
- * is a `group` line (adding a program to a group that a user rule allows would widen that rule).
+ * Chosen reading: such a file may contain only `deny` and `protect` rules. An `allow` line is an error naming the
+ * line, and so is a `group` line (adding a program to a group that a user rule allows would widen that rule).
  *
  * @module
  */
@@ -30,7 +32,7 @@ import { formatDest, parseConnectDest } from "./connect_dest.ts";
 import { formatDuration, parseDuration } from "./duration.ts";
 import { checkMember, defineGroup, groupName, GROUPS, type GroupTable } from "./exec_groups.ts";
 import { clip, formatScope, normalizePath, parsePathScope } from "./path_scope.ts";
-import { type Op, OPS, type Rule, UsageError } from "./types.ts";
+import { type Op, OPS, type ReadRule, type Rule, UsageError } from "./types.ts";
 
 /** A bad line in a rules file. `message` is `FILE:LINE: problem`. */
 export class RulesError extends UsageError {
@@ -61,6 +63,11 @@ export interface ParseRulesOptions extends TargetOptions {
   project: boolean;
   /** The time `for DURATION` counts from (ms since epoch); default `Date.now()`. */
   now?: number;
+  /**
+   * Where `protect PATH` and `allow read PATH` lines go. Without it they are an error: read protection is
+   * Landlock's, set at start, and the caller (a pod's rules) may have none.
+   */
+  reads?: ReadRule[];
 }
 
 /**
@@ -191,13 +198,18 @@ function parseLine(line: string, lineNo: number, opts: ParseRulesOptions, now: n
     defineGroup(w[1], members, opts.groups ?? GROUPS);
     return null;
   }
+  if (head === "protect" || (head === "allow" && w[1] === "read")) {
+    readLine(w, lineNo, opts);
+    return null;
+  }
   if (head !== "allow" && head !== "deny") {
-    throw new UsageError(`expected "allow", "deny" or "group", got ${q(head)}`);
+    throw new UsageError(`expected "allow", "deny", "protect" or "group", got ${q(head)}`);
   }
   if (w.length < 2) throw new UsageError(`missing operation: ${head} write|exec|connect TARGET`);
   const op = w[1] as Op;
   if (!OPS.includes(op)) {
-    throw new UsageError(`unknown operation ${q(w[1])}: expected write, exec or connect`);
+    const hint = head === "deny" && w[1] === "read" ? ` (to make a path unreadable: "protect PATH")` : "";
+    throw new UsageError(`unknown operation ${q(w[1])}: expected write, exec or connect${hint}`);
   }
   if (w.length < 3) throw new UsageError(`missing target after "${head} ${op}"`);
   let expiresAt: number | undefined;
@@ -223,6 +235,50 @@ function parseLine(line: string, lineNo: number, opts: ParseRulesOptions, now: n
   };
   if (expiresAt !== undefined) rule.expiresAt = expiresAt;
   return rule;
+}
+
+/** `protect PATH` / `allow read PATH`. */
+function readLine(w: string[], lineNo: number, opts: ParseRulesOptions): void {
+  const allow = w[0] === "allow";
+  const form = allow ? "allow read PATH" : "protect PATH";
+  const at = allow ? 2 : 1;
+  if (w.length <= at) throw new UsageError(`missing path: ${form}`);
+  if (w.length > at + 1) {
+    throw new UsageError(
+      w[at + 1] === "for"
+        ? `"${form}" cannot expire: read protection is set in the kernel when the sandbox starts`
+        : `unexpected ${q(w[at + 1])} after the path`,
+    );
+  }
+  if (allow && opts.project) {
+    throw new UsageError(
+      `a project rules file can only add protections: "allow read ${clip(w[at], 60)}" would lift one`,
+    );
+  }
+  if (!opts.reads) {
+    throw new UsageError(
+      `"${form}" is not available here: read protection needs the sandbox's Landlock floor`,
+    );
+  }
+  opts.reads.push({
+    effect: allow ? "allow" : "protect",
+    path: readPath(w[at], opts),
+    source: { kind: "file", file: opts.file, line: lineNo, project: opts.project },
+  });
+}
+
+/** The path of a read rule: `~`, relative to `cwd`, normalised; a trailing `/**` says the same as without. */
+export function readPath(text: string, opts: TargetOptions): string {
+  if (text.includes("\0")) throw new UsageError("the path contains a NUL byte");
+  const t = text.endsWith("/**") ? text.slice(0, -3) || "/" : text;
+  if (t.includes("*")) {
+    throw new UsageError(
+      `${q(text)}: no wildcard in a read rule's path (a directory covers everything below)`,
+    );
+  }
+  const p = normalizePath(t, opts.cwd, opts.home);
+  if (p === "/") throw new UsageError(`"/" cannot be protected or allowed as a whole`);
+  return p;
 }
 
 function normalizeMember(m: string, opts: TargetOptions): string {

@@ -28,6 +28,9 @@ import type { CliOptions } from "./cli.ts";
 import { addTerminal, landlockPlan, type Plan } from "./plan.ts";
 import { execFloor } from "./exec_floor.ts";
 import { ownTerminals } from "./supervisor/other_terminals.ts";
+import { CarveLimitError } from "./landlock_carve.ts";
+import { realCarveFs, resolveExisting } from "./carve_fs.ts";
+import { newInCarved, readExitLines, readFloor, readStartLines, treesToMake } from "./read_floor.ts";
 import type { AskBackend } from "./types.ts";
 import { NoAsk } from "./ask/no_ask.ts";
 import { Summary } from "./summary.ts";
@@ -200,10 +203,39 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   for (const t of pty ? [pty.slavePath] : ownTerminals()) addTerminal(plan, t);
 
   // --- kernel objects, and the launcher
+  for (
+    const d of treesToMake(plan.rules, plan.reads.protect.map((p) => p.path), (p) => {
+      try {
+        Deno.lstatSync(p);
+        return true;
+      } catch {
+        return false;
+      }
+    }, (p) => realCarveFs.shared?.(p) ?? false)
+  ) {
+    try {
+      Deno.mkdirSync(d, { recursive: true, mode: 0o700 });
+    } catch {
+      // not made: written during the run, it is named then (a carved directory's notice)
+    }
+  }
+  let reads;
+  try {
+    reads = readFloor(plan.reads, plan.project, realCarveFs, resolveExisting);
+  } catch (e) {
+    if (!(e instanceof CarveLimitError)) throw e;
+    throw new HallpassError(
+      `cannot protect the credential locations: ${e.message}`,
+      "--allow-read the protected locations below that directory (`hallpass rules` lists them)",
+    );
+  }
+  // Said before the command starts; over a terminal the program owns, at exit instead.
+  const readLines = opts.quiet ? [] : readStartLines(reads, plan.reads, plan.project, plan.home);
+  if (!pty) readLines.forEach((l) => warn(l));
   // The execute floor: only without a person, and only when execs are decided at all (lib/exec_floor.ts).
   const noPerson = backend instanceof NoAsk && opts.mediate.exec;
   const ruleset = createRuleset(
-    landlockPlan(plan, abi, opts.mediate.connect, noPerson ? execFloor(plan) : undefined),
+    landlockPlan(plan, abi, opts.mediate.connect, noPerson ? execFloor(plan) : undefined, reads),
     abi,
   );
   const bpf = await filterFd(opts);
@@ -281,6 +313,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     pathEnv: plan.pathEnv,
     logPath: opts.logPath ?? null,
     umask: userUmask,
+    readCarved: reads.before,
     fastPath: fastPathLibrary(),
   }, {
     backend,
@@ -315,7 +348,12 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   await backend.close();
   if (pty) await pty.finish();
   for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
-  if (!opts.quiet) summary.print((l) => console.error(l));
+  if (!opts.quiet) {
+    summary.print((l) => console.error(l));
+    const failed = status.code !== 0 || !!status.signal;
+    if (pty) readLines.forEach((l) => console.error(l));
+    for (const l of readExitLines(newInCarved(reads, realCarveFs), failed, plan.home)) console.error(l);
+  }
   if (status.signal) noteCommandSignal(status.signal); // main.ts dies of it too
   const denied = summary.lines().length > 0;
   const code = finalStatus(

@@ -110,6 +110,18 @@ export interface Rule {
   source: RuleSource;
 }
 
+/**
+ * Reads are never asked about; a list of credential locations is unreadable (lib/secrets.ts). `protect PATH`
+ * adds one, `allow read PATH` lifts one (or makes PATH readable inside one). Enforced by the kernel at start
+ * (Landlock), so never for a duration and never from an answer.
+ */
+export interface ReadRule {
+  effect: "allow" | "protect";
+  /** Absolute and normalised; a directory covers everything below it. */
+  path: string;
+  source: RuleSource;
+}
+
 export class UsageError extends Error {
   override name = "UsageError";
 }

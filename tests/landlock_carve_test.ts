@@ -320,3 +320,29 @@ Deno.test("withAliases: a hole reached through a symlink is also where it really
   const c: CarvedDir[] = [{ path: "/", missing: R }];
   assert.equal(carvedParent(c, "/x")?.path, "/");
 });
+
+Deno.test("a shared directory (/tmp) is never carved: the holes below it are dropped and reported", () => {
+  const tree = [
+    "/tmp/",
+    "/tmp/home/",
+    "/tmp/home/.ssh/",
+    "/tmp/home/.ssh/id",
+    "/tmp/x",
+    "/etc/",
+    "/etc/shadow",
+  ];
+  const fs = { ...fakeFs(tree), shared: (d: string) => d === "/tmp" };
+  const res = carve(
+    [{ path: "/", access: R }],
+    [{ path: "/tmp/home/.ssh", withhold: R }, {
+      path: "/etc/shadow",
+      withhold: R,
+    }],
+    fs,
+    { fileRights: FILE_RIGHTS },
+  );
+  assert.deepEqual(res.dropped, ["/tmp/home/.ssh"]);
+  assert.deepEqual(res.carved.map((c) => c.path), ["/", "/etc"]);
+  assert.equal(accessOf(res.rules, "/tmp/new-temp-file") & R, R);
+  assert.equal(accessOf(res.rules, "/etc/shadow") & R, 0n);
+});

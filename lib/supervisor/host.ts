@@ -228,6 +228,10 @@ export class SupervisorHost {
           if (this.#o.printDenials) this.#o.warn(this.#o.summary.denialLine(m));
         }
         break;
+      case "notice":
+        // Like a denial line: not over a program that owns the terminal (the exit summary lists it too).
+        if (this.#o.printDenials) this.#o.warn(m.line);
+        break;
       case "stopped":
         this.#workerDone = true;
         this.#stopped?.();

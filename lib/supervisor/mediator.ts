@@ -54,6 +54,7 @@ import { formatScope } from "../path_scope.ts";
 import { protectedHit, type ProtectedPath } from "../protected_paths.ts";
 import { privilegedRefusal, privilegedXattr } from "../privileged_bits.ts";
 import { ANOTHER_TERMINAL, isPtyPath, isTerminalPath, openOwnPty } from "./other_terminals.ts";
+import { carvedCreateNotice } from "../read_floor.ts";
 
 const EPERM = 1,
   EAGAIN = 11,
@@ -143,6 +144,8 @@ export class Mediator {
   readonly #byNr = new Map<number, WriteCall | "execve" | "execveat" | "bind" | "cwd" | NetKind>();
   readonly net: NetMediator;
   readonly #pending = new Map<number, Pending>();
+  /** Paths already named by a carved-directory notice (lib/read_floor.ts carvedCreateNotice). */
+  readonly #noticed = new Set<string>();
   #nextQid = 1;
   /** The main thread answers the command's own exec before the Worker starts. */
   #firstExecDone = true;
@@ -673,6 +676,15 @@ export class Mediator {
     } else if (r.value >= 0) this.#nfd.succeed(n.id, r.value);
     else this.#nfd.fail(n.id, -r.value);
     log({ op: "write", syscall: call!.name, target, emulated: true, result: r.value });
+    if ((r.sent || r.value >= 0) && this.#cfg.readCarved) {
+      const line = carvedCreateNotice(
+        this.#cfg.readCarved,
+        call!.kind,
+        p.targets.map((t) => t.path),
+        this.#noticed,
+      );
+      if (line) this.#post({ t: "notice", line });
+    }
   }
 
   /** Performed opens waiting for a FIFO's reader (see #allow). */

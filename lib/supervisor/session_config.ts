@@ -40,6 +40,12 @@ export interface SessionConfig {
   logPath: string | null;
   /** The command's umask (the supervisor runs with umask 0 and applies the command's itself). */
   umask: number;
+  /**
+   * Directories on the way to a protected location (lib/read_floor.ts), with the inode number each name had
+   * at start: a file made there during the run cannot be read back, and the person is told when the
+   * supervisor makes one.
+   */
+  readCarved?: Map<string, Map<string, number | undefined>>;
   /** The fast path library (lib/run.ts fastPathLibrary), or null: the mediator answers everything. */
   fastPath?: string | null;
   /**
@@ -79,7 +85,8 @@ export type ToMain =
     rule?: string;
   }
   | { t: "stopped"; stats: { notifications: number; continued: number; emulated: number; denied: number } }
-  | { t: "fatal"; message: string };
+  | { t: "fatal"; message: string }
+  | { t: "notice"; line: string };
 
 export type ToWorker =
   | { t: "init"; config: SessionConfig }

@@ -120,12 +120,14 @@ async function runAgent(
   env: Record<string, string>,
   answer = "o",
   budgetMs = 30_000,
+  homeDirs: string[] = [],
 ): Promise<Run> {
   const dir = await makeScratch();
   // The network is denied (no question); local sockets are left to the recipe, as in a default run.
   await Deno.writeTextFile(`${dir}/net.rules`, "deny connect 0.0.0.0/0\ndeny connect [::]/0\n");
   const binDir = bin.slice(0, bin.lastIndexOf("/"));
   const home = await makeHome();
+  for (const d of homeDirs) await Deno.mkdir(`${home}/${d}`);
   const exports = Object.entries({ HOME: home, ...env }).map(([k, v]) => `${k}="${v}"; export ${k}`).join(
     "\n",
   );
@@ -212,9 +214,11 @@ function inRecipe(name: string, home: string): (p: string) => boolean {
 function screenIntact(c: AgentCase, s: string): void {
   assert(c.ui.test(s), `the agent's screen is not shown:\n${s}`);
   assert(!s.includes("[o] allow once"), `the bar is still up:\n${s}`);
-  // Once the agent has exited, hallpass's summary of what was denied follows its output: that is not in its screen.
+  // Once the agent has exited, hallpass's summary (what was denied; reads: lib/read_floor.ts) follows its output.
   const own = s.split("\n").filter((l) =>
-    /^hallpass: /.test(l) && !/^hallpass: \d+ kind\(s\) of operation were denied/.test(l)
+    /^hallpass: /.test(l) &&
+    !/^hallpass: (\d+ kind\(s\) of operation were denied|not protected, as they lie below|made during the run|reads of protected)/
+      .test(l)
   );
   assert(own.length === 0, `hallpass wrote into the agent's screen:\n${s}`);
 }
@@ -275,7 +279,9 @@ for (const c of CASES) {
   }, async () => {
     const pkg = s!.bin!.replace(/\/bin\/gemini$/, "");
     // [t] on the scope the bar suggests (~/.gemini/**), as a person would after the first few questions.
-    const r = await runAgent(c, s!.bin!, ["--allow-exec", `${pkg}/**`], c.env, "t");
+    // ~/.gemini is there before (a second run): made during the run directly in $HOME, which read protection
+    // carves, the sandbox could not read it back (docs/threat-model.md, "Secrets").
+    const r = await runAgent(c, s!.bin!, ["--allow-exec", `${pkg}/**`], c.env, "t", undefined, [".gemini"]);
     try {
       const home = r.home;
       assert(r.asked.some((a) => a.startsWith(`${home}/.gemini`)), `never asked about ~/.gemini: ${r.asked}`);
