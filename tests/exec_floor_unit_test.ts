@@ -44,6 +44,7 @@ Deno.test("the execute floor covers every exec allow the policy compiles, and no
     argv: ["true"],
     pathEnv,
     userRulesFile: "/home/me/.config/hallpass/rules",
+    reads: { protect: [], lifted: [], readable: [], unused: [] },
   } satisfies Plan;
   const floor = execFloor(plan);
   const lookup = (p: string) => lookupInPath(p, pathEnv);
