@@ -240,6 +240,7 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
       home,
       isDir,
       lookup: (p) => lookupInPath(p, pathEnv),
+      reads,
     }));
   }
 
