@@ -17,6 +17,12 @@ import type { Rule } from "./types.ts";
 export interface ReadFloor extends CarveResult {
   /** The names each carved directory held at start, with the file's inode number (non-directories). */
   before: Map<string, Map<string, number | undefined>>;
+  /**
+   * Built-in protections in the project (a $HOME that is the project, or inside it): not kept, since carving
+   * the sandbox's workspace would leave every file it makes at the project's top unreadable to it. Yours
+   * (`--protect`, `protect`) are kept there.
+   */
+  inProject: string[];
 }
 
 /**
@@ -44,10 +50,13 @@ export function readFloor(
     { path: project, access: FS.READ_FILE },
     ...reads.readable.map((r) => ({ path: resolve(r.path), access: FS.READ_FILE })),
   ];
-  const holes = withAliases(reads.protect.map((p) => ({ path: p.path, withhold: FS.READ_FILE })), resolve);
+  const inside = (p: string) => p === project || p.startsWith(project + "/");
+  const kept = reads.protect.filter((p) => p.source.kind !== "builtin" || !inside(resolve(p.path)));
+  const inProject = reads.protect.filter((p) => !kept.includes(p)).map((p) => p.path);
+  const holes = withAliases(kept.map((p) => ({ path: p.path, withhold: FS.READ_FILE })), resolve);
   const res = carve(grants, holes, recording, { fileRights: FILE_RIGHTS });
   for (const k of [...before.keys()]) if (!res.carved.some((c) => c.path === k)) before.delete(k);
-  return { ...res, before };
+  return { ...res, before, inProject };
 }
 
 /**
@@ -81,13 +90,6 @@ export function readStartLines(
   home: string,
 ): string[] {
   const out: string[] = [];
-  if (floor.dropped.length) {
-    out.push(
-      `hallpass: not protected, as they lie below a directory everyone creates files in (such as /tmp): ${
-        floor.dropped.slice(0, 5).map((p) => tilde(p, home)).join(", ")
-      }${floor.dropped.length > 5 ? `, … (${floor.dropped.length} in all)` : ""}`,
-    );
-  }
   for (const a of reads.unused) {
     out.push(
       `hallpass: allow read ${
@@ -108,6 +110,29 @@ export function readStartLines(
       `hallpass: unreadable in this session, as they have other names (hard links) that may be protected files: ${
         floor.hardLinked.slice(0, 5).map((p) => tilde(p, home)).join(", ")
       }${floor.hardLinked.length > 5 ? ", …" : ""}`,
+    );
+  }
+  return out;
+}
+
+/**
+ * Protections not enforced, for `hallpass rules` (not said at every start: a $HOME in /tmp or in the
+ * project is usually a test's or a container's, and the start stays quiet).
+ */
+export function notEnforcedLines(floor: ReadFloor, home: string): string[] {
+  const out: string[] = [];
+  if (floor.dropped.length) {
+    out.push(
+      `# not protected, as they lie below a directory everyone creates files in (such as /tmp): ${
+        floor.dropped.map((p) => tilde(p, home)).join(", ")
+      }`,
+    );
+  }
+  if (floor.inProject.length) {
+    out.push(
+      `# not protected, as they lie in the project (the sandbox's workspace; use a narrower --project): ${
+        floor.inProject.map((p) => tilde(p, home)).join(", ")
+      }`,
     );
   }
   return out;

@@ -7,7 +7,14 @@
 import assert from "node:assert/strict";
 import { parseCommandLine } from "../lib/cli.ts";
 import { type CarveEntry, type CarveFs, isAtOrBelow } from "../lib/landlock_carve.ts";
-import { newInCarved, readExitLines, readFloor, readStartLines, treesToMake } from "../lib/read_floor.ts";
+import {
+  newInCarved,
+  notEnforcedLines,
+  readExitLines,
+  readFloor,
+  readStartLines,
+  treesToMake,
+} from "../lib/read_floor.ts";
 import { parseRules } from "../lib/rules_file.ts";
 import { BUILTIN, protectionOf, readProtection } from "../lib/secrets.ts";
 import { readRulesLines, readVerdict } from "../lib/secrets_command.ts";
@@ -250,4 +257,29 @@ Deno.test("trees it may write that would be made in a carved directory are made 
     (p) => p === "/tmp",
   );
   assert.deepEqual(got, ["/home/me/.claude", "/home/me/.config/new"]);
+});
+
+Deno.test("built-in protections in the project are not kept (said at start); yours are", () => {
+  const tree: Record<string, string[]> = {
+    "/": ["home"],
+    "/home": ["me"],
+    "/home/me": [".ssh", "a"],
+    "/home/me/.ssh": ["id"],
+  };
+  const rp = readProtection({
+    home: HOME,
+    uid: 1000,
+    env: noEnv,
+    rules: [{ effect: "protect", path: "/home/me/a", source: cli("--protect") }],
+    list: (d) => tree[d],
+  });
+  const floor = readFloor(rp, HOME, fakeFs(tree), (p) => p);
+  assert.ok(floor.inProject.includes("/home/me/.ssh"));
+  assert.ok(!floor.inProject.includes("/home/me/a"));
+  assert.deepEqual(floor.carved.map((c) => c.path), ["/", "/home", "/home/me"]);
+  const lines = notEnforcedLines(floor, HOME);
+  assert.ok(lines[0].startsWith("# not protected, as they lie in the project"), lines[0]);
+  assert.deepEqual(readStartLines(floor, rp, HOME, HOME), [
+    "hallpass: files the sandbox creates directly in ~ cannot be read back in this session (a protected location is below it)",
+  ]);
 });

@@ -217,7 +217,7 @@ function screenIntact(c: AgentCase, s: string): void {
   // Once the agent has exited, hallpass's summary (what was denied; reads: lib/read_floor.ts) follows its output.
   const own = s.split("\n").filter((l) =>
     /^hallpass: /.test(l) &&
-    !/^hallpass: (\d+ kind\(s\) of operation were denied|not protected, as they lie below|made during the run|reads of protected)/
+    !/^hallpass: (\d+ kind\(s\) of operation were denied|not protected, as they lie|made during the run|reads of protected)/
       .test(l)
   );
   assert(own.length === 0, `hallpass wrote into the agent's screen:\n${s}`);
