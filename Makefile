@@ -31,7 +31,7 @@ endif
 # What hallpass itself needs, pinned in runtime.lock (deno.lock also holds the test-only packages).
 RUNTIME_LOCK := --lock=$(CURDIR)/runtime.lock --frozen
 
-.PHONY: all deps apt deno run test bench install clean check fmt hallpass-request verify
+.PHONY: all deps apt deno run test test-deps bench install clean check fmt hallpass-request verify
 all: deps build/hallpass-launcher build/libhallpass-fastpath.so build/filter.bpf hallpass-request hallpass verify
 
 # Debian/Ubuntu packages the build and the tests use, installed only when missing; then the pinned Deno.
@@ -114,11 +114,14 @@ verify: hallpass
 run: all
 	./hallpass
 
-test: all
+test: test-deps
+	@bash tests/run_all.sh
+
+# What only the tests need: their packages, and the tests' npm packages in the cache tests/run_all.sh uses.
+test-deps: all
 	@$(MAKE) --no-print-directory deps APT_PKGS="$(TEST_PKGS)"
 	@DENO_DIR="$(TOOLS)/deno_dir" $(DENO) cache --frozen tests/ >build/cache-tests.log 2>&1 \
 	  || { cat build/cache-tests.log; echo "make: deno could not fetch the tests' packages (above)" >&2; exit 1; }
-	@bash tests/run_all.sh
 
 bench: all
 	@$(MAKE) --no-print-directory deps APT_PKGS="$(BENCH_PKGS)"
