@@ -111,7 +111,10 @@ Deno.test("parseRules: errors name the file and line", async (t) => {
     ["permit write /a", 'rules:1: expected "allow", "deny", "protect" or "group", got "permit"'],
     ["\n\nallow", "rules:3: missing operation: allow write|exec|connect TARGET"],
     ["allow reed /a", 'rules:1: unknown operation "reed": expected write, exec or connect'],
-    ["allow read /a", 'rules:1: "allow read PATH" is not available here: read protection needs the sandbox\'s Landlock floor'],
+    [
+      "allow read /a",
+      'rules:1: "allow read PATH" is not available here: read protection needs the sandbox\'s Landlock floor',
+    ],
     ["allow write", 'rules:1: missing target after "allow write"'],
     ["allow write /a /b", 'rules:1: unexpected "/b" after the target (a duration is written "for 10m")'],
     ["allow write /a 10m", 'rules:1: unexpected "10m" after the target (a duration is written "for 10m")'],
@@ -152,7 +155,10 @@ Deno.test("parseRules: errors name the file and line", async (t) => {
       "rules:1: unknown group @nosuch (known: @system, @shells, @coreutils, @git, @node, @python, @build)",
     ],
     ["group @x /a/*", 'rules:1: bad group member "/a/*": no * here'],
-    ["allow write /ok\nallow write /ok2\nbogus", 'rules:3: expected "allow", "deny", "protect" or "group", got "bogus"'],
+    [
+      "allow write /ok\nallow write /ok2\nbogus",
+      'rules:3: expected "allow", "deny", "protect" or "group", got "bogus"',
+    ],
   ];
   for (const [text, want] of cases) {
     await t.step(JSON.stringify(text), () => {
