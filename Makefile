@@ -103,8 +103,11 @@ hallpass: build/hallpass-launcher build/libhallpass-fastpath.so build/filter.bpf
 	  chmod +x hallpass; echo "make: ./hallpass is a script running main.ts with deno run (deno compile could not get its runtime: see build/compile.log)"; \
 	fi
 
-# Before saying done: ./hallpass starts, and runs a command in the sandbox (Landlock and seccomp work here).
+# Before saying done: hallpass's packages are in this user's Deno cache (make may have run as another user
+# before), ./hallpass starts, and runs a command in the sandbox (Landlock and seccomp work here).
 verify: hallpass
+	@$(DENO) cache $(RUNTIME_LOCK) main.ts lib/supervisor/worker.ts >build/cache.log 2>&1 \
+	  || { cat build/cache.log; echo "make: deno could not fetch hallpass's packages (above)" >&2; exit 1; }
 	@v=$$(./hallpass --version 2>&1) || { echo "$$v"; echo "make: ./hallpass --version failed (above)" >&2; exit 1; }; \
 	d=$$(mktemp -d); out=$$(cd "$$d" && "$(CURDIR)/hallpass" --no-ask -- true 2>&1); rc=$$?; rm -rf "$$d"; \
 	if [ $$rc != 0 ]; then echo "$$out"; \
