@@ -27,22 +27,30 @@ function split(p: string): [string, string] {
 /**
  * The scope "NAME and its temporary siblings" for a write to `path` (a temporary file) or a rename of `from`
  * over `path`: `DIR/NAME*` when `path` (or `from`) is a temporary sibling of NAME in the same directory, NAME
- * exists or is the rename's destination, and the sibling's name starts with NAME (else one `*` cannot cover
- * both). Null otherwise.
+ * exists or is the rename's destination, the sibling's name starts with NAME (else one `*` cannot cover both),
+ * and nothing else in DIR starts with NAME (`names` lists DIR): `~/.b*` for a save of `~/.b` would cover
+ * `~/.bashrc` too, and is not offered then. Null otherwise, and when DIR cannot be listed.
  */
 export function siblingScope(
   path: string,
   from: string | null,
   exists: (p: string) => boolean,
+  names: (dir: string) => string[] | null,
 ): string | null {
+  let dir: string, base: string | null;
   if (from !== null) {
     const [d1, src] = split(from);
     const [d2, dst] = split(path);
     if (d1 !== d2 || dst === "" || tempSiblingBase(src) !== dst || !src.startsWith(dst)) return null;
-    return `${d2}/${dst}*`;
+    [dir, base] = [d2, dst];
+  } else {
+    const [d, name] = split(path);
+    base = tempSiblingBase(name);
+    if (base === null || base === "" || !name.startsWith(base) || !exists(`${d}/${base}`)) return null;
+    dir = d;
   }
-  const [dir, name] = split(path);
-  const base = tempSiblingBase(name);
-  if (base === null || base === "" || !name.startsWith(base) || !exists(`${dir}/${base}`)) return null;
+  const b = base;
+  const here = names(dir === "" ? "/" : dir);
+  if (here === null || here.some((n) => n !== b && n.startsWith(b) && tempSiblingBase(n) !== b)) return null;
   return `${dir}/${base}*`;
 }

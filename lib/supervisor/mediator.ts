@@ -838,7 +838,15 @@ export class Mediator {
         ? p.targets[0].path
         : null;
       const sib = p.targets.length === 1 || from !== null
-        ? siblingScope(target, from, (x) => view.exists(x))
+        ? siblingScope(target, from, (x) => view.exists(x), (d) => {
+          // In a container the directory is the container's: not listed here, so not offered.
+          if (this.#cfg.container) return null;
+          try {
+            return [...Deno.readDirSync(d)].map((e) => e.name);
+          } catch {
+            return null;
+          }
+        })
         : null;
       if (sib !== null && !choice.scopes.includes(sib)) {
         choice.scopes.splice(1, 0, sib);

@@ -76,9 +76,26 @@ Deno.test("atomic save: which names are temporary siblings, and when one * can s
   assertEquals(tempSiblingBase(".bashrc.Ab12Cd"), "bashrc");
   assertEquals(tempSiblingBase("notes.txt"), null);
   const exists = (p: string) => p === "/h/.claude.json" || p === "/h/conf";
-  assertEquals(siblingScope("/h/.claude.json.tmp.1.2", null, exists), "/h/.claude.json*");
-  assertEquals(siblingScope("/h/unrelated.tmp.1", null, exists), null); // no NAME there
-  assertEquals(siblingScope("/h/conf", "/h/conf.tmp.9", exists), "/h/conf*");
-  assertEquals(siblingScope("/h/conf", "/h/.conf.XyZ123", exists), null); // one * cannot cover both
-  assertEquals(siblingScope("/h/conf", "/other/conf.tmp", exists), null);
+  const h = [
+    ".claude.json",
+    ".claude.json.backup.7",
+    ".claude.json.tmp.1.2",
+    "conf",
+    "conf.tmp.9",
+    ".b",
+    ".bashrc",
+  ];
+  const names = (d: string) => d === "/h" ? h : null;
+  // .claude.json.backup.7 is no temporary sibling, and `.claude.json*` would cover it: not offered.
+  assertEquals(siblingScope("/h/.claude.json.tmp.1.2", null, exists, names), null);
+  const h2 = h.filter((n) => !n.includes("backup"));
+  assertEquals(siblingScope("/h/.claude.json.tmp.1.2", null, exists, () => h2), "/h/.claude.json*");
+  assertEquals(siblingScope("/h/unrelated.tmp.1", null, exists, names), null); // no NAME there
+  assertEquals(siblingScope("/h/conf", "/h/conf.tmp.9", exists, names), "/h/conf*");
+  assertEquals(siblingScope("/h/conf", "/h/.conf.XyZ123", exists, names), null); // one * cannot cover both
+  assertEquals(siblingScope("/h/conf", "/other/conf.tmp", exists, names), null);
+  // A short NAME whose `*` would cover other files (`~/.b*` and `~/.bashrc`) is never offered.
+  assertEquals(siblingScope("/h/.b", "/h/.b.tmp", exists, names), null);
+  // A directory that cannot be listed (a container's): not offered.
+  assertEquals(siblingScope("/x/conf", "/x/conf.tmp.9", exists, names), null);
 });
