@@ -76,13 +76,14 @@ export function runChecks(): Check[] {
         : "truncation of files outside the project is not refused by the kernel floor (Linux ≥ 6.2)",
     });
     checks.push({
-      name: "Landlock ABI ≥ 6 (signal scope)",
+      name: "Landlock ABI ≥ 6 (signal and abstract-socket scope)",
       ok: abi >= 6,
       optional: true,
       value: abi >= 6 ? "yes" : "no",
       advice: abi >= 6
         ? undefined
-        : "the sandbox can signal your other processes (hallpass included); Linux ≥ 6.12 closes this",
+        : "the sandbox can signal your other processes (hallpass included), and its connects to abstract unix " +
+          "sockets rest on hallpass's decision alone; Linux ≥ 6.12 closes this",
     });
   }
   if (abi >= 1) {
