@@ -184,7 +184,8 @@ export class NetMediator {
       // sendmsg(fd, msghdr*, flags); sendmmsg(fd, mmsghdr*, vlen, flags): the first message only (a partial
       // send, which callers handle by sending the rest again).
       flags = Number((kind === "sendmsg" ? a[2] : a[3]) & 0xffffffffn);
-      if (kind === "sendmmsg" && (a[2] & 0xffffffffn) === 0n) return { kind: "fail", errno: EINVAL };
+      // vlen 0 (a register): nothing is sent, whatever the memory says.
+      if (kind === "sendmmsg" && (a[2] & 0xffffffffn) === 0n) return { kind: "continue" };
       msg = this.#nfd.readBytes(n.tid, a[1], 56);
       if (!msg) return { kind: "fail", errno: EFAULT };
       const mv = new DataView(msg.buffer);
@@ -261,8 +262,11 @@ export class NetMediator {
     }
     if (t === null || t === "unnamed") {
       // Not an IP or unix address: the socket's family decides what it is. A unix or IP socket given another
-      // family's address fails in the kernel; netlink and AF_ALG reach the kernel only.
-      if (inet || domain === AF.UNIX || domain === AF.NETLINK || domain === AF.ALG) {
+      // family's address fails in the kernel; netlink and AF_ALG reach the kernel only; with connects not
+      // mediated, the other families (vsock, packet) are network like any other.
+      if (
+        !this.#mediateConnect || inet || domain === AF.UNIX || domain === AF.NETLINK || domain === AF.ALG
+      ) {
         return { kind: "decide", op, target: null, display: "" };
       }
       this.release(op);

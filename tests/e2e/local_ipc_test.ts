@@ -649,7 +649,15 @@ test(
       // The control: what this kernel would have let the sandbox make (vsock, packet and raw as root).
       console.log("without hallpass:", JSON.stringify(control));
       if (isRoot()) assert(control.vsock === "ok" || control.packet === "ok", bareRun.stdout);
-      // Without --mediate connect the network is not mediated: the same sockets are made.
+      // Without --mediate connect the network is not mediated: the same sockets are made, and a vsock connect
+      // gets the kernel's own answer.
+      const vs = `import socket
+try:
+    s = socket.socket(40, 1, 0); s.setblocking(False); print(s.connect_ex((2, 5005)))
+except OSError as e: print("socket", e.errno)`;
+      const vBare = await run([PY, "-c", vs]);
+      const vIn = await hp(["--no-ask", "--", PY, "-c", vs], s.project);
+      assertEquals(vIn.stdout, vBare.stdout, vIn.stderr);
       const open = await hp(["--no-ask", "--", PY, "-c", SOCKETS], s.project);
       const opened = Object.fromEntries(
         open.stdout.trim().split("\n").map((l) => [l.split(" ")[0], l.slice(l.indexOf(" ") + 1)]),
