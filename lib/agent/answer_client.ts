@@ -14,7 +14,8 @@
  */
 
 import type { Answer, ContainerIdentity } from "../types.ts";
-import { type BarState, handleKey, initialScopeIndex, layout, render, splitKeys } from "../ui/prompt_bar.ts";
+import { type BarState, handleKey, initialScopeIndex, layout, render } from "../ui/prompt_bar.ts";
+import { KeyReader } from "../ui/key_reader.ts";
 import { displayWidth, truncateEnd, visible } from "../ui/sanitize.ts";
 import { formatDuration } from "../duration.ts";
 import { getTermios, getWinSize, isatty, makeRaw, readWhenReady, setTermios } from "../../ffi/pty.ts";
@@ -414,19 +415,23 @@ class AnswerTui {
   }
 
   async #inputLoop(): Promise<void> {
-    const decoder = new TextDecoder();
+    // One reader for the session: a terminal reply or mouse report split across reads is still never keys
+    // (lib/ui/key_reader.ts), and only a read holding one key alone may allow.
+    const reader = new KeyReader();
     while (!this.#quit.signal.aborted) {
       const chunk = await readWhenReady(0, { signal: this.#quit.signal, sliceMs: 100 });
       if (chunk === null) {
         this.#stop(0); // a hang-up
         return;
       }
-      this.#onKeys(decoder.decode(chunk, { stream: true }));
+      const tokens = reader.feed(chunk);
+      const keys = tokens.flatMap((t) => t.kind === "key" ? [t.key] : []);
+      this.#onKeys(keys, tokens.length === 1 && keys.length === 1);
     }
   }
 
-  #onKeys(text: string): void {
-    for (const key of splitKeys(text)) {
+  #onKeys(keys: string[], alone: boolean): void {
+    for (const key of keys) {
       if (key === "q" || key === "\x03") {
         this.#stop(0);
         return;
@@ -436,6 +441,7 @@ class AnswerTui {
       if (!state || !shown) continue;
       if (performance.now() - this.#shownAt < ARM_MS) continue;
       const r = handleKey(state, key);
+      if (r.answer && !alone && r.answer.kind !== "deny") continue;
       if (r.answer) {
         // [D]: this one and every other waiting from the same process (same container, same pid).
         const targets = r.denyAllFromPid
