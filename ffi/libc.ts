@@ -26,6 +26,8 @@ const SYMBOLS = {
   // int posix_spawn(pid_t *, const char *path, file_actions *, attr *, char *const argv[], char *const envp[])
   posix_spawn: { parameters: ["buffer", "buffer", "pointer", "pointer", "buffer", "pointer"], result: "i32" },
   environ: { type: "pointer" }, // char **environ
+  // char *realpath(const char *, char *): here, not in FS_SYMBOLS, since start-up resolves the protected paths
+  realpath: { parameters: ["buffer", "buffer"], result: "pointer" }, // char *realpath(const char *, char *)
 } as const satisfies Deno.ForeignLibraryInterface;
 
 /**
@@ -64,7 +66,6 @@ const FS_SYMBOLS = {
   lremovexattr: { parameters: ["buffer", "buffer"], result: "i32" },
   fsetxattr: { parameters: ["i32", "buffer", "buffer", "usize", "i32"], result: "i32" },
   fremovexattr: { parameters: ["i32", "buffer"], result: "i32" },
-  realpath: { parameters: ["buffer", "buffer"], result: "pointer" }, // char *realpath(const char *, char *)
   readlink: { parameters: ["buffer", "buffer", "usize"], result: "isize" }, // ssize_t readlink(path, buf, size)
   // int statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *buf)
   statx: { parameters: ["i32", "buffer", "i32", "u32", "buffer"], result: "i32" },
@@ -306,7 +307,7 @@ function putPath(p: string): boolean {
 /** realpath(3) without exceptions: the canonical path, or -errno. */
 export function realpath(p: string): string | number {
   if (!putPath(p)) return -36;
-  const r = fslib().realpath(pathIn, pathOut);
+  const r = libc().realpath(pathIn, pathOut);
   if (r === null) return -errno();
   return dec.decode(pathOut.subarray(0, pathOut.indexOf(0)));
 }

@@ -5,6 +5,7 @@
  * @module
  */
 import type { CarveEntry, CarveFs } from "./landlock_carve.ts";
+import { realpath } from "../ffi/libc.ts";
 
 export const realCarveFs: CarveFs = {
   shared(dir: string): boolean {
@@ -59,4 +60,42 @@ export function resolveExisting(p: string): string {
       head = head.slice(0, i) || "/";
     }
   }
+}
+
+/**
+ * {@link resolveExisting} for one start-up's many paths (hundreds of protected locations, most missing, most
+ * sharing a parent): each distinct path costs at most one realpath, and none below a missing directory.
+ * Same answers as resolveExisting; not to be kept across a session (the file system changes).
+ */
+export function existingResolver(): (p: string) => string {
+  const known = new Map<string, string | null>(); // canonical form, or null when missing
+  const canonical = (p: string): string | null => {
+    const hit = known.get(p);
+    if (hit !== undefined) return hit;
+    let r: string | null = null;
+    const i = p.lastIndexOf("/");
+    const parent = i <= 0 ? "/" : p.slice(0, i);
+    if (p === "/" || canonical(parent) !== null) {
+      const c = realpath(p); // no exception per missing path (each would cost far more than the call)
+      r = typeof c === "string" ? c : null;
+    }
+    known.set(p, r);
+    return r;
+  };
+  return (p: string): string => {
+    // Only plain absolute paths take the shortcut (no "//", ".", ".." or trailing "/").
+    if (!p.startsWith("/") || (p !== "/" && p.endsWith("/")) || /\/\/|\/\.\.?(\/|$)/.test(p)) {
+      return resolveExisting(p);
+    }
+    let head = p;
+    let tail = "";
+    for (;;) {
+      const r = canonical(head);
+      if (r !== null) return tail ? (r === "/" ? tail : r + tail) : r;
+      if (head === "/") return p;
+      const i = head.lastIndexOf("/");
+      tail = head.slice(i) + tail;
+      head = head.slice(0, i) || "/";
+    }
+  };
 }

@@ -12,7 +12,7 @@ import { formatRule } from "./rules_file.ts";
 import { UsageError } from "./types.ts";
 import { readRulesLines, readVerdict } from "./secrets_command.ts";
 import { notEnforcedLines, readFloor } from "./read_floor.ts";
-import { realCarveFs, resolveExisting } from "./carve_fs.ts";
+import { existingResolver, realCarveFs } from "./carve_fs.ts";
 
 export function rulesCommand(args: string[], opts: CliOptions): number {
   const plan = makePlan({ ...opts, command: ["/bin/sh"] }, (k) => Deno.env.get(k));
@@ -29,7 +29,7 @@ export function rulesCommand(args: string[], opts: CliOptions): number {
     console.log("# protected: asks even where writing is allowed (an allow rule naming the path allows it)");
     for (const p of plan.protected ?? []) console.log(formatProtected(p));
     for (const l of readRulesLines(plan.reads, plan.home)) console.log(l);
-    const floor = readFloor(plan.reads, plan.project, realCarveFs, resolveExisting);
+    const floor = readFloor(plan.reads, plan.project, realCarveFs, existingResolver());
     for (const l of notEnforcedLines(floor, plan.home)) console.log(l);
     return 0;
   }

@@ -29,7 +29,7 @@ import { addTerminal, landlockPlan, type Plan } from "./plan.ts";
 import { execFloor } from "./exec_floor.ts";
 import { ownTerminals } from "./supervisor/other_terminals.ts";
 import { CarveLimitError } from "./landlock_carve.ts";
-import { realCarveFs, resolveExisting } from "./carve_fs.ts";
+import { existingResolver, realCarveFs } from "./carve_fs.ts";
 import { newInCarved, readExitLines, readFloor, readStartLines, treesToMake } from "./read_floor.ts";
 import type { AskBackend } from "./types.ts";
 import { NoAsk } from "./ask/no_ask.ts";
@@ -221,7 +221,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   }
   let reads;
   try {
-    reads = readFloor(plan.reads, plan.project, realCarveFs, resolveExisting);
+    reads = readFloor(plan.reads, plan.project, realCarveFs, existingResolver());
   } catch (e) {
     if (!(e instanceof CarveLimitError)) throw e;
     throw new HallpassError(
