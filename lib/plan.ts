@@ -339,6 +339,10 @@ export function carveFloor(
   for (const t of untouched) out.push(t);
   for (const rule of r.rules) {
     if ([...untouched].some((t) => t.path === rule.path)) continue;
+    // A file directly in a carved directory is left to the supervisor (its opens are performed): Landlock's
+    // rule would hold the file's inode, and the file is replaced whenever an editor saves it (a new inode
+    // under the old name, made outside the sandbox too), after which a continued open would fail.
+    if (!rule.dir) continue;
     out.push({ kind: rule.dir ? "tree" : "exact", path: rule.path, nofollow: true });
   }
   return { floor: out, carved: r.carved.map((c) => c.path) };

@@ -156,6 +156,31 @@ Deno.test("left behind: ordinary work in a repository goes on without a question
   }
 });
 
+Deno.test("left behind: a file at the project's top replaced outside during the session stays writable", async () => {
+  const s = await repo();
+  try {
+    await Deno.writeTextFile(`${s.project}/README`, "0\n");
+    const run = sandboxSh(
+      s.project,
+      `echo a >> README; mkdir newdir; while [ ! -e ${s.outside}/flag ]; do sleep 0.05; done; echo b >> README && echo c > newdir/f && echo ok`,
+    );
+    const end = Date.now() + 20_000;
+    while (!(await Deno.readTextFile(`${s.project}/README`)).includes("a") && Date.now() < end) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    // The person's editor saves README: a new file renamed over the old one (a new inode).
+    await Deno.writeTextFile(`${s.project}/README.tmp`, "edited\n");
+    await Deno.rename(`${s.project}/README.tmp`, `${s.project}/README`);
+    await Deno.writeTextFile(`${s.outside}/flag`, "");
+    const r = await run;
+    assertEquals(r.code, 0, r.stderr);
+    assert(r.stdout.includes("ok"), r.stdout + r.stderr);
+    assertEquals(await Deno.readTextFile(`${s.project}/README`), "edited\nb\n");
+  } finally {
+    await s.cleanup();
+  }
+});
+
 Deno.test("left behind: the question names why (git runs this outside the sandbox) and offers the protected scope", async () => {
   const s = await repo();
   try {
