@@ -231,7 +231,7 @@ Deno.test("left behind: renames and links of .git, .git/hooks, .git/config at ei
     "echo '[core]' > src/c; mv src/c .git/config",
     "echo '[core]' > src/c; ln -f src/c .git/config",
     "mkdir src/h; mv -T src/h .git/hooks",
-    "ln -s /tmp .git/hooks2 && mv -T .git/hooks2 .git/hooks",
+    "ln -sfn /tmp .git/hooks",
     'python3 -c \'import ctypes,os; l=ctypes.CDLL(None); os.mkdir("src/x"); print(l.renameat2(-100, b"src/x", -100, b".git/hooks", 2))\'',
   ];
   const s = await repo();
@@ -475,7 +475,8 @@ Deno.test("left behind: the project's .hallpass/rules cannot be rewritten, renam
       "mv .hallpass/rules r",
       "ln .hallpass/rules r2",
       "rm -rf .hallpass",
-      "ln -s /tmp .hallpass2; mv -T .hallpass2 .hallpass",
+      "ln -sfn /tmp .hallpass",
+      "mkdir h3 && echo x > h3/rules && python3 -c \"import os; os.rename('h3', '.hallpass')\"",
     ];
     for (const c of cases) {
       const r = await sandboxSh(s.project, c);
