@@ -7,6 +7,7 @@
  *
  *   ipc_race UNIX_PATH SECONDS      prints "attempts N connected M" (M: connects that returned 0 on a unix fd)
  *   ipc_race --send UNIX_PATH SECONDS    the same with sendto of a datagram instead of connect
+ *   ipc_race --sendmsg UNIX_PATH SECONDS the same with sendmsg (the address in a msghdr, also flipped)
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -59,6 +61,9 @@ int main(int argc, char **argv) {
 	if (argc > 1 && strcmp(argv[1], "--send") == 0) {
 		send_mode = 1;
 		a++;
+	} else if (argc > 1 && strcmp(argv[1], "--sendmsg") == 0) {
+		send_mode = 2;
+		a++;
 	}
 	if (argc - a != 2) {
 		fprintf(stderr, "usage: ipc_race [--send] UNIX_PATH SECONDS\n");
@@ -78,7 +83,13 @@ int main(int argc, char **argv) {
 	time_t end = time(NULL) + secs;
 	long attempts = 0, connected = 0;
 	while (time(NULL) < end) {
-		int r = send_mode ? (int)sendto(N, "x", 1, MSG_DONTWAIT | MSG_NOSIGNAL, &buf.sa, sizeof un) : connect(N, &buf.sa, sizeof un);
+		int r;
+		if (send_mode == 2) {
+			struct iovec iov = {"x", 1};
+			struct msghdr m = {.msg_name = &buf, .msg_namelen = sizeof un, .msg_iov = &iov, .msg_iovlen = 1};
+			r = (int)sendmsg(N, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+		} else if (send_mode) r = (int)sendto(N, "x", 1, MSG_DONTWAIT | MSG_NOSIGNAL, &buf.sa, sizeof un);
+		else r = connect(N, &buf.sa, sizeof un);
 		attempts++;
 		if (r >= 0) connected++;
 	}
