@@ -1,5 +1,5 @@
 /**
- * hallpass: parse, plan, run, and map the outcome to one table of exit codes (SPEC §2).
+ * hallpass: parse, plan, run, and map the outcome to one table of exit codes (README.md).
  *   command's own status · 128+N killed by signal N · 125 hallpass failed before the command ran
  *   126 not executable · 127 not found (usage errors are failures before the command ran: 125)
  *   123 with --fail-on-deny: the command exited 0 but something was denied (lib/fail_on_deny.ts)

@@ -1,5 +1,5 @@
 /**
- * The command line (SPEC §2) turned into a flat, validated configuration. Pure: no file system access except
+ * The command line (README.md) turned into a flat, validated configuration. Pure: no file system access except
  * what the caller passes in. Bad input throws UsageError with one line.
  */
 import { parseDuration } from "./duration.ts";

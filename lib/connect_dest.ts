@@ -1,5 +1,5 @@
 /**
- * Connect destinations (SPEC §2 `--allow-connect DEST`, §5 `connect` rules) and the concrete destinations the
+ * Connect destinations (README.md `--allow-connect DEST`, docs/rules.md `connect` rules) and the concrete destinations the
  * supervisor sees.
  *
  * Grammar:
@@ -13,7 +13,7 @@
  *           | "*"                                  any IPv4 or IPv6 address (e.g. "tcp:*:443")
  *     PORTS = PORT | PORT "-" PORT                 1..65535, low ≤ high
  *
- * Choices where SPEC is silent:
+ * Choices where the promise is silent:
  * * Host names are refused (`host names are not allowed: use an address (example.com)`); so are IPv4 forms
  *   other than four decimal parts (`127.1`, `0x7f.0.0.1`, leading zeros such as `010.0.0.1` that libc would
  *   read as octal), IPv6 without brackets, and IPv6 zone ids (`%eth0`).

@@ -1,5 +1,5 @@
 /**
- * Program groups for `--allow-exec @group` and `allow exec @group` rules (SPEC §2, §3).
+ * Program groups for `--allow-exec @group` and `allow exec @group` rules (README.md, docs/threat-model.md).
  *
  * A member is a path pattern (`/usr/**`, `/opt/x/bin/tool`), a bare program name (`git`, looked up in `$PATH`
  * by the caller's `lookup`; a name that is not found adds nothing), or another group (`@shells`).
@@ -18,7 +18,7 @@ import { type PathScope, UsageError } from "./types.ts";
 
 /** The builtin groups, in one readable table. */
 const BUILTIN: Readonly<Record<string, readonly string[]>> = {
-  // Read-only system locations (SPEC §3). /lib* = /lib, /lib32, /lib64, /libx32.
+  // Read-only system locations (docs/threat-model.md). /lib* = /lib, /lib32, /lib64, /libx32.
   "@system": [
     "/usr/**",
     "/bin/**",

@@ -93,7 +93,7 @@ export function filterPlan(opts: FilterOptions): FilterEntry[] {
 
   const refuse = (syscall: string | number, errno: number, why: string, args?: FilterArg[]) =>
     plan.push({ syscall, action: { kind: "errno", errno }, why, args });
-  // DESIGN §2.7: ways around the supervisor.
+  // docs/threat-model.md: ways around the supervisor.
   refuse("openat2", ENOSYS, "its flags live in a struct the filter cannot read; libc falls back to openat");
   refuse("open_by_handle_at", EPERM, "opens by file handle, bypassing path checks");
   refuse("io_uring_setup", ENOSYS, "io_uring operations bypass seccomp");

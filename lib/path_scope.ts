@@ -1,11 +1,11 @@
 /**
- * Path scopes: what `--allow-path PATH`, `write PATH` rules and exec `DIR/**` targets cover (SPEC §2, §5).
+ * Path scopes: what `--allow-path PATH`, `write PATH` rules and exec `DIR/**` targets cover (README.md, docs/rules.md).
  *
  * A scope is `exact` (one path) or `tree` (a directory and everything below it, written `DIR/**`). All paths are
  * absolute and lexically normalised: `.` and `..` resolved without looking at the file system, `//` collapsed,
  * no trailing `/`. Pure: the only question asked of the outside world is `isDir`, passed in by the caller.
  *
- * Choices where SPEC is silent:
+ * Choices where the promise is silent:
  * * `~` and `~/…` expand to the `home` given; `~user` is not expanded (it is an ordinary relative name).
  * * A trailing `/` (`/a/b/`) says "directory": it gives a tree, like `/a/b/**`.
  * * `..` above `/` stays at `/` (as the kernel does).

@@ -46,7 +46,7 @@ export interface Plan {
 }
 
 /**
- * Devices every program may write (SPEC §3). The terminal of fds 0-2 is added when it is one; a pty under
+ * Devices every program may write (docs/threat-model.md). The terminal of fds 0-2 is added when it is one; a pty under
  * /dev/pts only when it is the sandbox's own (lib/run.ts: {@link addTerminal}).
  */
 export const DEVICES = ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts/ptmx"];

@@ -2,7 +2,7 @@
  * The decision: given the rules, does an operation go through, get denied, or ask? Pure; the supervisor calls
  * {@link Policy.decide} on its hot path.
  *
- * Reading of SPEC §5 ("Deny wins over allow; a more specific rule wins over a broader one"):
+ * Reading of the rules' promise (docs/rules.md: "Deny wins over allow; a more specific rule wins over a broader one"):
  *
  * 1. Only rules for the same operation that have not expired (`expiresAt > now`) and cover the target count.
  * 2. The most specific of them decides. Paths: deeper is more specific, and an exact path beats a tree at the

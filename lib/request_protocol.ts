@@ -1,5 +1,5 @@
 /**
- * The hallpass-request protocol (SPEC §6, docs/request-protocol.md): a request is an execve of
+ * The hallpass-request protocol (docs/request-protocol.md): a request is an execve of
  *
  *     /.hallpass/v1/<verb>/<op>/<target>[/<key>=<value>]...
  *
@@ -48,7 +48,7 @@ export interface RequestError {
 
 export type DecodeResult = { ok: true; request: DecodedRequest } | ({ ok: false } & RequestError);
 
-/** What the supervisor answers a well-formed request with, and the helper's exit code for each (SPEC §6). */
+/** What the supervisor answers a well-formed request with, and the helper's exit code for each (docs/request-protocol.md). */
 export const REQUEST_ANSWERS = {
   granted: { errno: "EALREADY", exit: 0 },
   released: { errno: "ECANCELED", exit: 0 },

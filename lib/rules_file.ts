@@ -1,5 +1,5 @@
 /**
- * Rules files (SPEC §5): `--rules FILE`, the saved answers in `$XDG_CONFIG_HOME/hallpass/rules`, and a
+ * Rules files (docs/rules.md): `--rules FILE`, the saved answers in `$XDG_CONFIG_HOME/hallpass/rules`, and a
  * project's own file.
  *
  * Grammar, one rule a line:
@@ -10,7 +10,7 @@
  *     allow read PATH        lifts the protection of PATH, or makes PATH readable inside a protected directory
  *     # a comment; also after a rule: "allow write /x  # why"
  *
- * * Targets are those of SPEC §2: write → a path scope (`PATH`, `DIR/**`, an existing directory is a tree,
+ * * Targets are those of README.md: write → a path scope (`PATH`, `DIR/**`, an existing directory is a tree,
  *   `~` is the home directory, relative paths are relative to `cwd`); exec → a path, `DIR/**`, a program name
  *   looked up in `$PATH` when the file is read (an error if not found), or `@group`; connect → a destination
  *   (connect_dest.ts).
@@ -21,7 +21,7 @@
  *   paths, `DIR/**`, program names or `@group`. The group must be defined above its first use.
  * * Every bad line is an error `FILE:LINE: problem` ({@link RulesError}); nothing is skipped silently.
  *
- * Project files (`project: true`): SPEC §5 says a file inside the project can only narrow what is allowed.
+ * Project files (`project: true`): a file inside the project can only narrow what is allowed.
  * Chosen reading: such a file may contain only `deny` and `protect` rules. An `allow` line is an error naming the
  * line, and so is a `group` line (adding a program to a group that a user rule allows would widen that rule).
  *

@@ -320,7 +320,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     summary,
     warn,
     rulesFile: plan.userRulesFile,
-    // One line per denial (SPEC §7) without a person; not over a program that owns the terminal while an ask
+    // One line per denial (docs/ci.md) without a person; not over a program that owns the terminal while an ask
     // program answers (the summary at exit still lists them).
     printDenials: !pty && (backend instanceof NoAsk || !Deno.stderr.isTerminal()),
     onFatal: (message) => {

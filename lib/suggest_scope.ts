@@ -1,5 +1,5 @@
 /**
- * The scopes a prompt offers for `[t]` and `[a]` (SPEC §4): the arrows move along `scopes`, narrowest first,
+ * The scopes a prompt offers for `[t]` and `[a]` (docs/terminal.md): the arrows move along `scopes`, narrowest first,
  * and `suggested` is where the bar starts: "the directory that holds the tool's state".
  *
  * For a write to PATH the scopes are PATH itself, then each ancestor directory as `DIR/**`, up to depth 1
@@ -12,7 +12,7 @@
  * * under `/tmp`, `/var/tmp` or `/dev/shm`: the first directory below it (`/tmp/build-1/a/b` → `/tmp/build-1/**`);
  * * elsewhere: the file's parent directory.
  *
- * Chosen where SPEC is silent, for safety: the suggestion is never a scope that covers `$HOME`, the project
+ * Chosen where the promise is silent, for safety: the suggestion is never a scope that covers `$HOME`, the project
  * directory, or a top-level directory (`/etc/**`, `/tmp/**`); the exact file is suggested instead
  * (`~/.bashrc`, `/tmp/x`, `/etc/hosts`, `~/.cache/x`). The person can still widen with the arrows.
  *

@@ -1,5 +1,5 @@
 /**
- * What was denied, for people: one line per denial as it happens (SPEC §7), and at exit the list of what was
+ * What was denied, for people: one line per denial as it happens (docs/ci.md), and at exit the list of what was
  * denied with the options or rules that would allow it next time.
  */
 import { visible } from "./ui/sanitize.ts";

@@ -3,7 +3,7 @@
  * Pure types and tiny helpers only; nothing here touches the kernel.
  */
 
-/** The three mediated categories (SPEC §3). */
+/** The three mediated categories (docs/threat-model.md). */
 export type Op = "write" | "exec" | "connect";
 export const OPS: readonly Op[] = ["write", "exec", "connect"];
 
@@ -18,7 +18,7 @@ export interface PathScope {
   path: string;
 }
 
-/** How a question was answered (SPEC §2 `--ask-program`, SPEC §4 keys). */
+/** How a question was answered (README.md `--ask-program`, docs/terminal.md keys). */
 export type AnswerKind = "once" | "for" | "always" | "deny" | "never";
 
 export interface Answer {

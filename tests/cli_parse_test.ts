@@ -1,4 +1,4 @@
-// The command line as SPEC §2 writes it: options, `--`, subcommands, and one-line errors for bad input.
+// The command line as README.md writes it: options, `--`, subcommands, and one-line errors for bad input.
 import { deepStrictEqual, throws } from "node:assert/strict";
 import { parseCommandLine } from "../lib/cli.ts";
 import { UsageError } from "../lib/types.ts";

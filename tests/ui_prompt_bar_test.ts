@@ -21,7 +21,7 @@ const q: Question = {
 };
 const base: BarState = { question: q, queued: 0, scopeIndex: 2, forMs: 300_000 };
 
-Deno.test("layout: exactly SPEC §4's five lines", () => {
+Deno.test("layout: exactly the bar's five lines (docs/terminal.md)", () => {
   assertEquals(layout(base, 80), [
     "hallpass: node (pid 41237) wants to write",
     "/home/me/.npm/_cacache/tmp/x",

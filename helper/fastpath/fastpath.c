@@ -4,7 +4,7 @@
  * CONTINUE for the calls Landlock covers, and the metadata calls (which it does not cover) performed here —
  * and returns every other notification to the TypeScript mediator.
  *
- * Why this is safe (DESIGN §2): CONTINUE is only ever used inside the floor, for calls Landlock covers, in floor
+ * Why this is safe (docs/threat-model.md): CONTINUE is only ever used inside the floor, for calls Landlock covers, in floor
  * roots that hold no deny rule. The kernel re-checks every such call against the same Landlock ruleset, so a
  * classification made stale by a racing thread (a directory swapped for a symlink after the check) cannot let
  * a write leave the floor: the worst it can do is turn an allowed write into EACCES. The checks below exist to
@@ -439,7 +439,7 @@ enum { META_NONE, META_CHMOD, META_CHOWN, META_UTIMENS };
 /*
  * chmod, chown and utimensat, in their fd forms (fchmod, fchown, utimensat(fd, NULL, times, 0)) and path forms
  * (chmod, fchmodat, chown, lchown, fchownat, utimensat), on files plainly inside the floor: performed here
- * as the mediator would (DESIGN §2.4): the fd forms on our own copy of the program's fd, so a thread that
+ * as the mediator would (docs/threat-model.md): the fd forms on our own copy of the program's fd, so a thread that
  * swaps the fd number after the check changes nothing; the path forms through the directory we opened with
  * RESOLVE_NO_SYMLINKS and checked, never following the last component. 1: answered (or the call was
  * withdrawn), 0: for the mediator.

@@ -1,5 +1,5 @@
 /*
- * hallpass-request: ask hallpass in advance for a write, exec or connect grant (SPEC §6).
+ * hallpass-request: ask hallpass in advance for a write, exec or connect grant (docs/request-protocol.md).
  *
  *   hallpass-request [check] write|exec|connect TARGET [--for DURATION] [--reason TEXT] [--timeout DURATION]
  *   hallpass-request release write|exec|connect TARGET

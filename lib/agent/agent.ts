@@ -1,5 +1,5 @@
 /**
- * `hallpass agent`: the node agent for Kubernetes (SPEC §8). Container runtimes (runc, crun, containerd, CRI-O)
+ * `hallpass agent`: the node agent for Kubernetes (docs/kubernetes.md). Container runtimes (runc, crun, containerd, CRI-O)
  * connect to its socket — the seccomp profile's `listenerPath` — and hand over each container process's seccomp
  * notification fd with a JSON ContainerProcessState. The agent mediates every such container with the same
  * engine as a workstation (a supervisor Worker per container, lib/supervisor/), under the rules for its pod,

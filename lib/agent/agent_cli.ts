@@ -1,5 +1,5 @@
 /**
- * `hallpass agent [OPTIONS]`: the command line of the node agent (SPEC §8, docs/kubernetes.md).
+ * `hallpass agent [OPTIONS]`: the command line of the node agent (docs/kubernetes.md).
  */
 import { parseDuration } from "../duration.ts";
 import { UsageError } from "../types.ts";

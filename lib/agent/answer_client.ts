@@ -1,5 +1,5 @@
 /**
- * `hallpass answer`: answering the questions of `hallpass agent` from a terminal (SPEC §8).
+ * `hallpass answer`: answering the questions of `hallpass agent` from a terminal (docs/kubernetes.md).
  *
  * It long-polls the agent's question service (docs/kubernetes-answering.md) and shows the oldest pending question
  * in the workstation's prompt bar (lib/ui/prompt_bar.ts: the same lines, look and keys), with one more line on

@@ -1,5 +1,5 @@
 /**
- * The question service of `hallpass agent` (SPEC §8): what no rule decides waits here until a person answers it
+ * The question service of `hallpass agent` (docs/kubernetes.md): what no rule decides waits here until a person answers it
  * over HTTP — `hallpass answer` in a terminal, or the web page — or the timeout denies it.
  *
  * Threat model:

@@ -1,5 +1,5 @@
 /**
- * The seccomp profile that sends a pod's calls to `hallpass agent` (SPEC §8): the workstation filter
+ * The seccomp profile that sends a pod's calls to `hallpass agent` (docs/kubernetes.md): the workstation filter
  * (filter_plan.ts, compiled there through libseccomp by ffi/seccomp.ts) written in the OCI runtime-spec
  * `linux.seccomp` format, which is what the kubelet's Localhost profiles are
  * (`/var/lib/kubelet/seccomp/profiles/hallpass.json`, read by containerd and CRI-O, applied by runc or crun).

@@ -1,4 +1,4 @@
-/** The no-ask backend: nothing waits, whatever would ask is denied (SPEC §7). */
+/** The no-ask backend: nothing waits, whatever would ask is denied (docs/ci.md). */
 import type { Answer, AskBackend } from "../types.ts";
 
 export class NoAsk implements AskBackend {

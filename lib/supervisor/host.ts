@@ -21,13 +21,13 @@ const REUSE_MS = 3000;
 const WATCHDOG_MS = Number(Deno.env.get("HALLPASS_WATCHDOG_MS")) || 5000;
 
 export interface HostOptions {
-  /** Where `always` and `never` answers are saved (SPEC §5), or null not to save them. */
+  /** Where `always` and `never` answers are saved (docs/rules.md), or null not to save them. */
   rulesFile: string | null;
   backend: AskBackend;
   summary: Summary;
   /** Prints one line for the person (through the screen gate in pty mode). */
   warn: (line: string) => void;
-  /** Print each denial as it happens (SPEC §7: always under no-ask and ask programs). */
+  /** Print each denial as it happens (docs/ci.md: always under no-ask and ask programs). */
   printDenials: boolean;
   /** Called when the supervisor fails: the sandbox must not go on unsupervised. */
   onFatal: (message: string) => void;

@@ -1,5 +1,5 @@
 /**
- * The supervisor side of hallpass-request (SPEC §6, docs/request-protocol.md): an exec of a magic path is
+ * The supervisor side of hallpass-request (docs/request-protocol.md): an exec of a magic path is
  * answered with an errno and never runs. Requests are decided with the same policy as the operations they
  * announce; grants they get are rules with a `request` source, so `release` removes exactly those.
  */

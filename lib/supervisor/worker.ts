@@ -1,5 +1,5 @@
 /**
- * The supervisor Worker: a synchronous RECV → decide → SEND loop on its own thread (DESIGN §1).
+ * The supervisor Worker: a synchronous RECV → decide → SEND loop on its own thread (docs/development.md).
  * It never waits for a person: questions go to the main thread, whose answers come back as messages. While a
  * question (or a blocking connect) is pending, the loop polls the listener together with a wake-up pipe the
  * main thread writes to after posting an answer. With nothing pending no message can concern it, so it waits

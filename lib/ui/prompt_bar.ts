@@ -1,8 +1,8 @@
 /**
- * The prompt bar (SPEC §4): state → layout → render. Pure: nothing here reads keys or writes to a terminal.
+ * The prompt bar (docs/terminal.md): state → layout → render. Pure: nothing here reads keys or writes to a terminal.
  *
  * The bar takes 5 rows; 6 with an exec warning or a hallpass-request reason; 7 with both. The extra lines go
- * above the five lines of SPEC §4 so those stay together, in order, with the keys on the bottom row.
+ * above the bar's five lines (docs/terminal.md) so those stay together, in order, with the keys on the bottom row.
  *
  * `[D]` (shift-d) denies this question, every pending one from the same process and all it asks later in the
  * session (a loop asking again after each answer); it always works, and line 5
@@ -81,7 +81,7 @@ export const SCOPE_LABEL = "[t] [a] [n] apply to: ";
 const VERB: Record<Question["op"], string> = { write: "write", exec: "run", connect: "connect to" };
 
 /**
- * The bar's lines, each at most `cols` cells wide: [warning], [reason], then SPEC §4's five lines. Every piece
+ * The bar's lines, each at most `cols` cells wide: [warning], [reason], then the bar's five lines (docs/terminal.md). Every piece
  * of text from the sandbox passes through {@linkcode visible}.
  */
 export function layout(state: BarState, cols: number): string[] {

@@ -1,5 +1,5 @@
 /**
- * SPEC §3 guarantees attacked through paths: a racing thread flipping the path, symlinks out of the project
+ * docs/threat-model.md guarantees attacked through paths: a racing thread flipping the path, symlinks out of the project
  * (and swapped after approval), hardlinks and renames across the project boundary, /proc/self/fd reopen,
  * /proc/self/cwd and /dev/fd names. The host file system is checked after each run.
  */

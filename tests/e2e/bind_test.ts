@@ -1,4 +1,4 @@
-// bind(2) of a unix socket creates a file: mediated as a write (SPEC §3), emulated outside the project.
+// bind(2) of a unix socket creates a file: mediated as a write (docs/threat-model.md), emulated outside the project.
 import { ok } from "node:assert/strict";
 import { askProgram, exists, hallpass, readQuestions, scratch } from "./harness.ts";
 

@@ -1,5 +1,5 @@
 /**
- * The command line as SPEC §2 and §7 promise it: exit statuses, bad input (125 + one line + hint), the
+ * The command line as README.md, docs/ci.md promise it: exit statuses, bad input (125 + one line + hint), the
  * --no-ask denial lines and exit summary, --log records, broken ask programs, and stdio passing through.
  */
 import { deepStrictEqual as assertEquals, match, ok as assert } from "node:assert/strict";

@@ -1,5 +1,5 @@
 /**
- * connect mediation (SPEC §2 --allow-connect, §3 connect; docs/connect.md) with real clients against servers on
+ * connect mediation (README.md --allow-connect; docs/connect.md) with real clients against servers on
  * loopback and in temp dirs, run by this test outside the sandbox: curl, python sockets (blocking and
  * non-blocking), node fetch, nc, getent (DNS), bash /dev/tcp, IPv6 loopback, unix sockets by path and abstract
  * name, UDP sendto. Denied without a rule, allowed with one, asked with an ask program; and nothing changes

@@ -1,5 +1,5 @@
 /**
- * exec mediation (SPEC §2 --allow-exec, §3 exec; docs/exec.md) with real programs: what asks, what does not,
+ * exec mediation (README.md --allow-exec; docs/exec.md) with real programs: what asks, what does not,
  * every --allow-exec form, memfd and /proc/PID/fd execs, the loader, #! scripts, and a racing thread that
  * swaps the path being executed. Each test runs with --no-ask (what would ask is denied) and, where it
  * matters, with an ask program that answers and records the questions.

@@ -1,5 +1,5 @@
 /**
- * hallpass-request with the ask-program backend (SPEC §2 `--ask-program`, §6): a granted request (0) lets later
+ * hallpass-request with the ask-program backend (README.md `--ask-program`, docs/request-protocol.md): a granted request (0) lets later
  * writes in its scope through without another question; the question carries the program's reason and
  * `syscall: "request"`; deny (3); `--timeout` (4); `--for` expiring; `release` (0, then asks again; never
  * touches rules from the command line); `check` never runs the ask program.

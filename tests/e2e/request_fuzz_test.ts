@@ -10,7 +10,7 @@ import { readQuestions } from "./harness.ts";
 import { decodeRequestBytes, encodeRequest, percentEncode } from "../../lib/request_protocol.ts";
 import { q, requestScratch, session, show } from "./request_harness.ts";
 
-/** Answers of the table (SPEC §6), by name. */
+/** Answers of the table (docs/request-protocol.md), by name. */
 const TABLE = new Set([
   "EALREADY",
   "ECANCELED",

@@ -1,5 +1,5 @@
 /**
- * hallpass-request under hallpass with `--no-ask` (SPEC §6): the exit codes a session without a person gives,
+ * hallpass-request under hallpass with `--no-ask` (docs/request-protocol.md): the exit codes a session without a person gives,
  * each reached for real through the supervisor: 1 (allowed), 3 (denied / a rule denies part of it),
  * 5 (check: would ask), 7 (category not mediated), 10 (release: nothing granted).
  * (Outside hallpass, 8, is in tests/hallpass_request_cli_test.ts.)

@@ -1,5 +1,5 @@
 /**
- * Rules (SPEC §5) as a user meets them, without a terminal: `hallpass rules` lists the rules with their sources,
+ * Rules (docs/rules.md) as a user meets them, without a terminal: `hallpass rules` lists the rules with their sources,
  * `hallpass rules write PATH` names the deciding rule, a malformed rules file stops hallpass before anything
  * runs (file:line, exit 125), a project rules file can only deny, deny wins ties and the more specific rule wins.
  */

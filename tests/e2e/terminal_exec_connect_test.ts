@@ -1,5 +1,5 @@
 /**
- * The bar for the other two categories (SPEC §4), through a real terminal: a program run (line 1 "wants to
+ * The bar for the other two categories (docs/terminal.md), through a real terminal: a program run (line 1 "wants to
  * run", line 2 the program and its arguments, the warning that the sandbox can write it) and a connect
  * (line 1 "wants to connect to", line 2 the destination). Answered with [o] and [d].
  */

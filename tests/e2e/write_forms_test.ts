@@ -1,5 +1,5 @@
 /**
- * Every write form of SPEC §3, made with raw system calls by tests/helpers/try_write.c, four ways on identical
+ * Every write form of docs/threat-model.md, made with raw system calls by tests/helpers/try_write.c, four ways on identical
  * fresh directories:
  *   bare     without hallpass (the reference);
  *   inside   the directory is the project: must give the same output and the same host tree as bare;
