@@ -1,3 +1,4 @@
+import process from "node:process";
 import assert from "node:assert/strict";
 import type { ConnectTarget } from "../lib/connect_dest.ts";
 import { newGroupTable } from "../lib/exec_groups.ts";
@@ -56,6 +57,15 @@ function run(cases: Case[], opts: PolicyOptions = options()) {
       });
     }
   };
+}
+
+/**
+ * CPU time of this process in ms (user + system): what the speed tests measure, so that a loaded machine (other
+ * processes taking the cores) does not make them fail; the decisions themselves are single-threaded.
+ */
+function cpuMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
 }
 
 Deno.test(
@@ -390,17 +400,17 @@ Deno.test("speed: 100k decisions with 1,000 rules in under a second", () => {
   // warm up
   for (let i = 0; i < 10_000; i++) p.decide("write", paths[i & 63], NOW);
   let allowed = 0;
-  const t0 = performance.now();
+  const t0 = cpuMs();
   for (let i = 0; i < 100_000; i++) {
     if (p.decide("write", paths[i & 63], NOW).effect === "allow") allowed++;
   }
-  const writeMs = performance.now() - t0;
-  const t1 = performance.now();
+  const writeMs = cpuMs() - t0;
+  const t1 = cpuMs();
   for (let i = 0; i < 100_000; i++) p.decide("exec", "/usr/bin/git", NOW);
-  const execMs = performance.now() - t1;
-  const t2 = performance.now();
+  const execMs = cpuMs() - t1;
+  const t2 = cpuMs();
   for (let i = 0; i < 100_000; i++) p.decide("connect", targets[i & 15], NOW);
-  const connectMs = performance.now() - t2;
+  const connectMs = cpuMs() - t2;
   console.log(
     `100k decisions, 1,000 rules: write ${writeMs.toFixed(1)} ms, exec ${execMs.toFixed(1)} ms, connect ${
       connectMs.toFixed(1)
@@ -417,12 +427,12 @@ Deno.test("speed: 100,000 rules compile and decide fast", () => {
   for (let i = 0; i < 100_000; i++) {
     rs.push({ effect: "allow", op: "write", target: `/data/${i}/**`, source: { kind: "cli", option: "x" } });
   }
-  const t0 = performance.now();
+  const t0 = cpuMs();
   const p = new Policy(rs, options());
-  const compileMs = performance.now() - t0;
-  const t1 = performance.now();
+  const compileMs = cpuMs() - t0;
+  const t1 = cpuMs();
   for (let i = 0; i < 100_000; i++) p.decide("write", `/data/${i}/x`, NOW);
-  const decideMs = performance.now() - t1;
+  const decideMs = cpuMs() - t1;
   console.log(`100,000 rules: compile ${compileMs.toFixed(0)} ms, 100k decisions ${decideMs.toFixed(0)} ms`);
   assert.ok(compileMs < 3000);
   assert.ok(decideMs < 1000);
