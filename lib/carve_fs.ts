@@ -8,6 +8,14 @@ import type { CarveEntry, CarveFs } from "./landlock_carve.ts";
 import { realpath } from "../ffi/libc.ts";
 
 export const realCarveFs: CarveFs = {
+  kind(path: string) {
+    try {
+      const st = Deno.lstatSync(path);
+      return st.isDirectory ? "dir" : st.isSymlink ? "symlink" : st.isFile ? "file" : "other";
+    } catch {
+      return undefined;
+    }
+  },
   shared(dir: string): boolean {
     try {
       const m = Deno.lstatSync(dir).mode ?? 0;

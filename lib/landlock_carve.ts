@@ -46,6 +46,8 @@ export interface CarveFs {
    * such a directory is never carved, and the holes below it are dropped (reported).
    */
   shared?(dir: string): boolean;
+  /** What `path` is (without following a final symlink), if it exists; else the parent is listed to learn it. */
+  kind?(path: string): CarveEntry["kind"] | undefined;
 }
 
 /**
@@ -215,7 +217,11 @@ export function carve(
     const below = hs.filter((h) => isAtOrBelow(h.path, root));
     const parent = root === "/" ? undefined : root.slice(0, root.lastIndexOf("/")) || "/";
     const name = root.slice(root.lastIndexOf("/") + 1);
-    const kind = parent === undefined ? "dir" : fs.list(parent)?.find((e) => e.name === name)?.kind;
+    const kind = parent === undefined
+      ? "dir"
+      : fs.kind
+      ? fs.kind(root)
+      : fs.list(parent)?.find((e) => e.name === name)?.kind;
     if (kind === undefined || kind === "symlink") continue; // missing, or not where it really is
     walk(root, g.access, kind === "dir", below);
   }

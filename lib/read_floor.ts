@@ -39,6 +39,7 @@ export function readFloor(
   const before = new Map<string, Map<string, number | undefined>>();
   const recording: CarveFs = {
     shared: fs.shared?.bind(fs),
+    kind: fs.kind?.bind(fs),
     list(dir) {
       const entries = fs.list(dir);
       if (entries) before.set(dir, new Map(entries.map((e) => [e.name, e.ino])));
