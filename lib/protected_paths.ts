@@ -131,7 +131,8 @@ export interface FindOptions {
  * its `.git` file points to, the common directory of a linked worktree, every submodule's under
  * `modules/`, the repository enclosing the project), its `hooks/**`, `config`, `config.worktree`,
  * `info/attributes` and `commondir`; the project's `.git` entry itself (a `.git` file or symlink planted there
- * would point git at hooks of the sandbox's choosing); every submodule's `.git` file; the directory
+ * would point git at hooks of the sandbox's choosing) and its `HEAD` (a bare repository's mark); every
+ * submodule's `.git` file; the directory
  * `core.hooksPath` names; the person's own git configuration (`~/.gitconfig`, `~/.config/git/config`); the
  * project's `.hallpass/**`; `--rules` files. Paths are canonical.
  */
@@ -172,6 +173,13 @@ export function findProtectedPaths(o: FindOptions, fs: ProtectFs): ProtectedPath
   // person will run git in.
   add("exact", `${project}/.git`, GIT_REASON);
   gitFiles(`${project}/.git`, add);
+  // git also takes a directory holding HEAD, objects/ and refs/ as a git directory (a bare repository) when
+  // its `.git` is missing or unusable: a HEAD planted at the top (after moving `.git/objects` away) would make
+  // git run the top's `config`. A project that is such a directory already is a git directory.
+  add("exact", `${project}/HEAD`, GIT_REASON);
+  if (fs.kind(`${project}/HEAD`) === "file" && fs.kind(`${project}/objects`) === "dir") {
+    addGitDir(project, null);
+  }
 
   const hookPaths = new Set<string>();
   for (let i = 0; i < gitDirs.length && i < 256; i++) {
