@@ -101,6 +101,8 @@ export function filterPlan(opts: FilterOptions): FilterEntry[] {
   refuse("io_uring_register", ENOSYS, "io_uring operations bypass seccomp");
   refuse(sys("setxattrat"), ENOSYS, "new xattr call (Linux 6.13); libc falls back to setxattr");
   refuse(sys("removexattrat"), ENOSYS, "new xattr call (Linux 6.13); libc falls back to removexattr");
+  // Sets a file's flags by path (the new form of FS_IOC_FSSETXATTR, which is decided: lib/filter_sys.ts).
+  refuse(sys("file_setattr"), ENOSYS, "new file-flags call (Linux 6.17); chattr and xfs_io use the ioctl");
   // Terminal input injection: compare only the low 32 bits (the kernel ignores the high ones: CVE-2019-10063).
   for (const req of [0x5412n, /* TIOCSTI */ 0x541cn /* TIOCLINUX */]) {
     refuse("ioctl", EPERM, "terminal input injection", [{

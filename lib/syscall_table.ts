@@ -144,6 +144,7 @@ export const NEW_SYSCALL_NUMBERS: Record<string, number> = {
   setxattrat: 463,
   removexattrat: 466,
   open_tree_attr: 467,
+  file_setattr: 469,
 };
 
 export const AT_FDCWD = -100;

@@ -196,6 +196,7 @@ Deno.test("terminal injection, user namespaces and the bypasses are refused with
     ["userfaultfd", [0n], "errno 1"],
     ["setxattrat", [0n], "errno 38"],
     ["removexattrat", [0n], "errno 38"],
+    ["file_setattr", [0n], "errno 38"],
     ["execve", [0x1000n, 0x2000n, 0x3000n], "notify"],
     ["execveat", [3n, 0x1000n], "notify"],
     ["bind", [3n, 0x1000n, 110n], "notify"],

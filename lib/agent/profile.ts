@@ -15,11 +15,11 @@
  *   `{op: SCMP_CMP_MASKED_EQ, value: mask, valueTwo: datum}` (runc passes value, valueTwo to
  *   `MakeCondition`, crun to `datum_a`, `datum_b`). No entry compares the same argument twice: runc and crun
  *   then add each comparison as its own rule, which turns the AND into an OR.
- * * Calls newer than libseccomp 2.5 that the plan names by number (`fchmodat2`, `setxattrat`, `removexattrat`)
- *   are written by name, since the format has names only. A runtime whose libseccomp does not know a name skips
- *   that entry (runc logs it at debug level, crun warns) and, under `SCMP_ACT_ALLOW`, the call then runs
- *   unmediated: the node's libseccomp must know them (2.5.5 knows fchmodat2; the xattr*at calls of Linux 6.13
- *   need a libseccomp that lists them). The workstation filter has no such gap: it uses the numbers.
+ * * Calls newer than libseccomp 2.5 that the plan names by number (`fchmodat2`, `setxattrat`, `removexattrat`,
+ *   `file_setattr`) are written by name, since the format has names only. A runtime whose libseccomp does not
+ *   know a name skips that entry (runc logs it at debug level, crun warns) and, under `SCMP_ACT_ALLOW`, the
+ *   call then runs unmediated: the node's libseccomp must know them (2.5.5 knows fchmodat2; the xattr*at calls
+ *   of Linux 6.13 and file_setattr of 6.17 need a libseccomp that lists them). The workstation filter has no such gap: it uses the numbers.
  *
  * Architectures, and what happens to 32-bit and x32 calls: the workstation filter refuses every call made
  * through another ABI with ENOSYS (libseccomp's bad-architecture action, set in lib/run.ts). The OCI format has

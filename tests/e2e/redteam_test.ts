@@ -3,9 +3,9 @@
  * tested"). Each is judged from outside the sandbox, with a control that shows the attack works without
  * hallpass on this machine. Runs as root and as hallpass-test (tests/run_all.sh).
  */
-import { ok as assert } from "node:assert/strict";
-import { bare, exists, hallpass, scratch } from "./harness.ts";
-import { test, tool } from "../helpers/skip.ts";
+import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
+import { bare, compileHelper, exists, hallpass, scratch } from "./harness.ts";
+import { probeAsync, test, tool } from "../helpers/skip.ts";
 
 const GIT_ENV = {
   GIT_AUTHOR_NAME: "t",
@@ -75,6 +75,49 @@ for (const fast of ["1", "0"]) {
         await git(s.project, "log");
         assert(!(await exists(marker)), `git status outside ran the sandbox's command: ${r.stderr}`);
         assert(!(await exists(`${s.project}/HEAD`)), "HEAD was made at the project's top without a question");
+      } finally {
+        await s.cleanup();
+      }
+    },
+  });
+}
+
+/**
+ * file_setattr(2) (Linux 6.17) changes a file's flags by path: the new form of FS_IOC_FSSETXATTR, newer than
+ * the filter's list of write calls. It went through on an outside file (judged by file_getattr outside).
+ */
+const setattrNeed = probeAsync("file_setattr", async () => {
+  const s = await scratch();
+  try {
+    const bin = await compileHelper("redteam");
+    const f = `${s.outside}/probe`;
+    await Deno.writeTextFile(f, "x\n");
+    const r = await bare([bin, "setattr", f]);
+    if (r.stdout.trim() !== "ok") return `file_setattr does not work here (${r.stdout.trim()})`;
+    return undefined;
+  } finally {
+    await s.cleanup();
+  }
+});
+
+for (const fast of ["1", "0"]) {
+  test({
+    name: `file_setattr on a file outside changes nothing (fast path ${fast})`,
+    ignore: await setattrNeed,
+    async fn() {
+      const s = await scratch();
+      try {
+        const bin = await compileHelper("redteam");
+        const f = `${s.outside}/f`;
+        await Deno.writeTextFile(f, "x\n");
+        const before = (await bare([bin, "getattr", f])).stdout.trim();
+        const r = await hallpass(["--no-ask", "-q", "--allow-exec", bin, "--", bin, "setattr", f], {
+          cwd: s.project,
+          env: { HALLPASS_FAST_PATH: fast },
+        });
+        const after = (await bare([bin, "getattr", f])).stdout.trim();
+        assertEquals(after, before, `the flags changed from outside's view: ${r.stdout} ${r.stderr}`);
+        assert(r.stdout.includes("setattr: "), `the call did not fail in the sandbox: ${r.stdout}`);
       } finally {
         await s.cleanup();
       }
