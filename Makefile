@@ -17,8 +17,9 @@ CFLAGS_STATIC := -static -Os -Wall -Wextra -Werror -D_GNU_SOURCE -fno-strict-ali
 # What the build and the tests use (the tests run real programs: shells, compilers, editors, network tools).
 APT_PKGS     := musl-tools libseccomp2 tmux gcc make python3 git strace less vim curl netcat-openbsd \
                 bsdutils util-linux tar procps
-# What only the tests need: container runtimes and busybox for hallpass agent, a browser for its web page.
-TEST_PKGS    := runc crun busybox-static chromium containerd
+# What only the tests need: container runtimes and busybox for hallpass agent, a browser for its web page,
+# a D-Bus session bus for the local IPC test.
+TEST_PKGS    := runc crun busybox-static chromium containerd dbus-daemon dbus-bin
 BENCH_PKGS   := time bubblewrap
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # TLS through the system's CA store: a machine behind a TLS-inspecting proxy has that CA there, not in Deno's

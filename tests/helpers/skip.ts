@@ -77,6 +77,8 @@ const MAKE_INSTALLS: Record<string, string> = {
   chromium: "chromium",
   containerd: "containerd",
   ctr: "containerd",
+  "dbus-daemon": "dbus-daemon",
+  "dbus-send": "dbus-bin",
 };
 
 function onPath(cmd: string): boolean {
