@@ -111,11 +111,23 @@ struct hp_fast {
 	unsigned long long emulated;
 	unsigned long long refused; /* execs of what is not there or cannot run: the kernel's errno */
 	int net_direct;             /* connects not mediated: IP connects and sends performed here (net_fast) */
+	/*
+	 * HALLPASS_FASTPATH_RECORD=FILE: every answer given here is appended to FILE, one line each, for
+	 * tests/e2e/fast_replay_test.ts to replay through the TypeScript decision (lib/supervisor/fast_replay.ts):
+	 * "F <hallpass pid> <syscall nr> <answer> <path>[ <path>]" with tabs; answer: continue, perform, exec,
+	 * errno:N, net, bind, cwd. rec_path holds the canonical paths the current call was decided on.
+	 */
+	int rec_fd;
+	int rec_n;
+	char rec_path[2][PATH_MAX_BYTES + 1];
 };
 
 void *hp_fast_new(void) {
 	struct hp_fast *h = calloc(1, sizeof(struct hp_fast));
-	if (h) h->pidfd = h->last_dfd = -1;
+	if (!h) return h;
+	h->pidfd = h->last_dfd = h->rec_fd = -1;
+	const char *rec = getenv("HALLPASS_FASTPATH_RECORD");
+	if (rec && rec[0]) h->rec_fd = open(rec, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	return h;
 }
 
@@ -132,6 +144,7 @@ void hp_fast_free(void *p) {
 	clear_list(&h->files);
 	if (h->pidfd >= 0) close(h->pidfd);
 	if (h->last_dfd >= 0) close(h->last_dfd);
+	if (h->rec_fd >= 0) close(h->rec_fd);
 	free(h);
 }
 
@@ -182,6 +195,28 @@ static long long now_ns(void) {
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* Notes a canonical path the current call is decided on (for the record; see rec_fd). */
+static void rec_note(struct hp_fast *h, const char *path, size_t len) {
+	if (h->rec_fd < 0 || h->rec_n >= 2 || len > PATH_MAX_BYTES) return;
+	memcpy(h->rec_path[h->rec_n], path, len);
+	h->rec_path[h->rec_n][len] = 0;
+	h->rec_n++;
+}
+
+/* Appends one answer to the record (one write: lines of several processes do not mix). */
+static void rec_answer(struct hp_fast *h, const struct seccomp_notif *n, const char *answer) {
+	if (h->rec_fd < 0) return;
+	char line[2 * PATH_MAX_BYTES + 128];
+	int len = snprintf(line, sizeof line, "F\t%d\t%d\t%s", (int)getpid(), (int)n->data.nr, answer);
+	for (int i = 0; i < h->rec_n && len > 0 && (size_t)len < sizeof line; i++) {
+		len += snprintf(line + len, sizeof line - (size_t)len, "\t%s", h->rec_path[i]);
+	}
+	if (len <= 0 || (size_t)len >= sizeof line - 1) return;
+	line[len++] = '\n';
+	ssize_t w = write(h->rec_fd, line, (size_t)len);
+	(void)w;
 }
 
 /*
@@ -302,6 +337,7 @@ static int in_floor_at(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, i
 	if (strncmp(full, "/dev/fd", 7) == 0 && (full[7] == 0 || full[7] == '/')) return 0;
 	if (strcmp(full, "/dev/stdin") == 0 || strcmp(full, "/dev/stdout") == 0 || strcmp(full, "/dev/stderr") == 0)
 		return 0;
+	rec_note(h, full, len);
 	if (contents && !dfd_out && is_file_entry(h, full, len)) {
 		/* A floor file itself (/dev/null): its contents may be written if this very path names it. */
 		struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
@@ -431,6 +467,7 @@ static int fd_in_floor(struct hp_fast *h, int copy) {
 		if (path[i] < 0x20 || path[i] > 0x7e) return 0;
 	}
 	if (strncmp(path, "/proc/", 6) == 0) return 0;
+	rec_note(h, path, (size_t)n);
 	return under_root(h, path, (size_t)n);
 }
 
@@ -599,6 +636,7 @@ static int meta(struct hp_fast *h, int listener, const struct seccomp_notif *n) 
 	struct seccomp_notif_resp resp = {.id = n->id, .val = 0, .error = -err, .flags = 0};
 	ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 	h->emulated++;
+	rec_answer(h, n, "perform");
 	return 1;
 }
 
@@ -703,6 +741,7 @@ static int runnable(struct hp_fast *h, const char *canon, int level) {
 	if (ip[0] != '/') return -1;
 	char icanon[PATH_MAX_BYTES];
 	if (canonical(ip, icanon, sizeof icanon) != 0 || loader_name(icanon)) return -1;
+	rec_note(h, icanon, strlen(icanon));
 	return runnable(h, icanon, level + 1) == 0 ? 0 : -1;
 }
 
@@ -741,6 +780,8 @@ static int exec_fast(struct hp_fast *h, int listener, const struct seccomp_notif
 	/* not there (a shell searching $PATH tries many): answered with the kernel's errno, nothing runs */
 	int err = canonical(full, canon, sizeof canon);
 	if (err == 0 && loader_name(canon)) return 0; /* the mediator decides (lib/loader.ts) */
+	if (err == 0) rec_note(h, canon, strlen(canon));
+	else rec_note(h, full, strlen(full));
 	if (err == 0) err = runnable(h, canon, 0);
 	if (err < 0) return 0;
 	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) return 1;
@@ -750,6 +791,9 @@ static int exec_fast(struct hp_fast *h, int listener, const struct seccomp_notif
 	ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 	if (err) h->refused++;
 	else h->continued++;
+	char answer[16];
+	snprintf(answer, sizeof answer, err ? "errno:%d" : "exec", err);
+	rec_answer(h, n, answer);
 	return 1;
 }
 
@@ -888,6 +932,7 @@ static int net_fast(struct hp_fast *h, int listener, const struct seccomp_notif 
 	struct seccomp_notif_resp resp = {.id = n->id, .val = r < 0 ? 0 : r, .error = -err, .flags = 0};
 	ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 	h->emulated++;
+	rec_answer(h, n, "net");
 	return 1;
 }
 
@@ -923,13 +968,19 @@ int hp_fast_serve(void *p, int listener, int wakefd, void *out, int out_size, in
 				return -errno;
 			}
 			struct seccomp_notif *n = out;
+			h->rec_n = 0;
 			if (n->data.arch == NATIVE_ARCH && exec_fast(h, listener, n)) continue;
-if (h->net_direct && n->data.arch == NATIVE_ARCH && net_fast(h, listener, n)) continue;
+			h->rec_n = 0;
+			if (h->net_direct && n->data.arch == NATIVE_ARCH && net_fast(h, listener, n)) continue;
+			h->rec_n = 0;
 			if (h->write.n > 0 && n->data.arch == NATIVE_ARCH && meta(h, listener, n)) continue;
+			h->rec_n = 0;
 			if ((h->write.n > 0 || h->files.n > 0) && classify(h, n)) {
 				struct seccomp_notif_resp resp = {.id = n->id, .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE};
 				ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp); /* ENOENT: the thread is gone; nothing to do */
 				h->continued++;
+				int nr = (int)n->data.nr;
+				rec_answer(h, n, nr == SYS_bind ? "bind" : nr == SYS_chdir || nr == SYS_fchdir ? "cwd" : "continue");
 				continue;
 			}
 			h->handed++;

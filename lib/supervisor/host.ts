@@ -84,14 +84,21 @@ export class SupervisorHost {
     if (!cfg.fastPath || cfg.container || cfg.logPath || Deno.env.get("HALLPASS_FAST_PATH") === "0") {
       return null;
     }
-    const [{ FastPath, SERVE }, { NotifyFd }, { Policy }, { fastRootsOf }, { lookupInPath }] = await Promise
-      .all([
-        import("../../ffi/fastpath.ts"),
-        import("../../ffi/notify.ts"),
-        import("../policy.ts"),
-        import("./fast_roots.ts"),
-        import("../path_lookup.ts"),
-      ]);
+    const [
+      { FastPath, SERVE },
+      { NotifyFd },
+      { Policy },
+      { fastRootsOf },
+      { lookupInPath },
+      { recordContext },
+    ] = await Promise.all([
+      import("../../ffi/fastpath.ts"),
+      import("../../ffi/notify.ts"),
+      import("../policy.ts"),
+      import("./fast_roots.ts"),
+      import("../path_lookup.ts"),
+      import("./fast_replay.ts"),
+    ]);
     const fast = FastPath.open(cfg.fastPath);
     if (fast === null) return null;
     try {
@@ -100,6 +107,7 @@ export class SupervisorHost {
         cwd: cfg.cwd,
         lookup: (p) => lookupInPath(p, cfg.pathEnv),
       });
+      recordContext(cfg); // HALLPASS_FASTPATH_RECORD (lib/supervisor/fast_replay.ts)
       fast.setRoots(fastRootsOf(policy, cfg.floor, cfg.mediate.exec));
       if (!fast.active) return null;
       // The answer hands the CPU straight to the waiting thread (the Worker sets the same flag).

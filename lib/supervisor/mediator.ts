@@ -21,7 +21,7 @@ import { fs, S_IFDIR, S_IFIFO, S_IFREG } from "../../ffi/fsops.ts";
 import { resolveSyscall } from "../../ffi/seccomp.ts";
 import { formatSource, Policy } from "../policy.ts";
 import { formatRule } from "../rules_file.ts";
-import { isGlobTarget, scopeCovers } from "../path_scope.ts";
+import { isGlobTarget } from "../path_scope.ts";
 import { suggestExecScopes, suggestScopes } from "../suggest_scope.ts";
 import { siblingScope } from "../atomic_save.ts";
 import { MAGIC_PREFIX } from "../request_protocol.ts";
@@ -53,6 +53,8 @@ import { isDynamicLoader } from "../loader.ts";
 import { formatScope } from "../path_scope.ts";
 import { protectedHit, type ProtectedPath } from "../protected_paths.ts";
 import { privilegedRefusal, privilegedXattr } from "../privileged_bits.ts";
+import { inFloor, type Verdict, writeVerdict } from "./decide.ts";
+import { recordContext } from "./fast_replay.ts";
 import { ANOTHER_TERMINAL, isPtyPath, isTerminalPath, openOwnPty } from "./other_terminals.ts";
 import { carvedCreateNotice } from "../read_floor.ts";
 
@@ -76,8 +78,6 @@ const O_TMPFILE = 0o20200000;
 /** The kernel's VALID_OPEN_FLAGS (x86_64 and aarch64 values). */
 const VALID_OPEN_FLAGS = 0o37777703;
 const RESOLVE_NO_SYMLINKS = RESOLVE.NO_SYMLINKS | RESOLVE.NO_MAGICLINKS;
-
-type Verdict = "floor" | "allow" | "deny" | "ask";
 
 interface Target {
   /** Canonical path decided on (or the fd's path for fd forms). */
@@ -240,6 +240,8 @@ export class Mediator {
    */
   fastRoots(): FastRoots {
     if (this.#log || this.#cfg.container) return { write: [], exec: [], files: [] };
+    // HALLPASS_FASTPATH_RECORD: what the fast path's answers from now on are replayed against.
+    recordContext({ ...this.#cfg, rules: [...this.policy.rules], floor: [...this.#floor] });
     // With connects not mediated, the fast path performs IP connects and sends (lib/socket_policy.ts).
     return {
       ...fastRootsOf(this.policy, this.#floor, this.#cfg.mediate.exec),
@@ -260,16 +262,7 @@ export class Mediator {
    * tree's own top is a name in a directory outside it: a carved one, or outside the floor).
    */
   #inFloor(path: string, contents = true): boolean {
-    for (const f of this.#floor) {
-      if (
-        contents
-          ? scopeCovers(f, path)
-          : f.kind === "tree" && path.length > f.path.length && scopeCovers(f, path)
-      ) {
-        return true;
-      }
-    }
-    return false;
+    return inFloor(this.#floor, path, contents);
   }
 
   /**
@@ -290,11 +283,6 @@ export class Mediator {
       }
     }
     if (changed) this.#retaint();
-  }
-
-  #floorSafe(path: string): boolean {
-    for (const f of this.#taintedFloor) if (scopeCovers(f, path)) return false;
-    return true;
   }
 
   addRule(rule: Rule): void {
@@ -605,12 +593,13 @@ export class Mediator {
    */
   #verdict(t: Target, contents: boolean, names = false): Verdict {
     if (t.anon) return "floor"; // a pipe or socket reached through /proc/PID/fd: no file system change
-    const d = this.policy.decide("write", t.path, Date.now());
-    if (d.effect === "allow") {
-      if (this.#protected.length > 0 && protectedHit(this.#protected, t.path, names, d.rule)) return "ask";
-      return this.#inFloor(t.path, contents) && this.#floorSafe(t.path) ? "floor" : "allow";
-    }
-    return d.effect;
+    const ctx = {
+      policy: this.policy,
+      floor: this.#floor,
+      tainted: this.#taintedFloor,
+      protected: this.#protected,
+    };
+    return writeVerdict(ctx, t.path, contents, names);
   }
 
   /** The protected path an allowed write of `t` touches, if any (for the bar's reason). */

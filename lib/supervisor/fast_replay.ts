@@ -1,0 +1,166 @@
+/**
+ * The fast path checked against the one decision. With HALLPASS_FASTPATH_RECORD=FILE, the C fast path
+ * (helper/fastpath/fastpath.c) appends every answer it gives to FILE, and the supervisor appends, whenever it
+ * hands the fast path new roots, the context its decisions are made in. `replay()` (pure) runs every recorded
+ * answer through the TypeScript decision (lib/supervisor/decide.ts, lib/policy.ts) and lists each answer the
+ * mediator would not have given. tests/e2e/fast_replay_test.ts drives real workloads and fails on any.
+ *
+ * Lines (tab-separated, one write each, several hallpass processes may share the file):
+ *   C <hallpass pid> <JSON of RecordedContext>
+ *   F <hallpass pid> <syscall nr> <answer> <canonical path>...
+ * answers: continue, perform (chmod/chown/utimensat done by the fast path), exec (a program run), errno:N (an
+ * exec of what is not there or cannot run), net (an IP connect or send performed), bind (a non-unix bind
+ * continued), cwd (chdir/fchdir continued).
+ *
+ * @module
+ */
+import { Policy } from "../policy.ts";
+import { lookupInPath } from "../path_lookup.ts";
+import { isDynamicLoader } from "../loader.ts";
+import type { PathScope, Rule } from "../types.ts";
+import type { ProtectedPath } from "../protected_paths.ts";
+import { WRITE_CALLS } from "../syscall_table.ts";
+import { taintedFloor } from "./fast_roots.ts";
+import { inFloor, writeAnswer, type WriteContext, writeVerdict } from "./decide.ts";
+
+/** What the fast path's decisions are replayed against: the parts of the session config the decision reads. */
+export interface RecordedContext {
+  rules: Rule[];
+  floor: PathScope[];
+  protected?: ProtectedPath[];
+  home: string;
+  cwd: string;
+  pathEnv: string;
+  mediate: { exec: boolean; connect: boolean };
+}
+
+/** Appends the context to $HALLPASS_FASTPATH_RECORD, when set (a test's switch; nothing otherwise). */
+export function recordContext(c: RecordedContext): void {
+  const file = Deno.env.get("HALLPASS_FASTPATH_RECORD");
+  if (!file) return;
+  const ctx: RecordedContext = {
+    // Infinity (no expiry) is not JSON: a rule without expiresAt means the same.
+    rules: c.rules.map((r) => (r.expiresAt === Infinity ? { ...r, expiresAt: undefined } : r)),
+    floor: c.floor,
+    protected: c.protected ?? [],
+    home: c.home,
+    cwd: c.cwd,
+    pathEnv: c.pathEnv,
+    mediate: c.mediate,
+  };
+  try {
+    const f = Deno.openSync(file, { append: true, create: true, mode: 0o600 });
+    try {
+      f.writeSync(new TextEncoder().encode(`C\t${Deno.pid}\t${JSON.stringify(ctx)}\n`));
+    } finally {
+      f.close();
+    }
+  } catch { /* a test's record: never stops a session */ }
+}
+
+interface Decider extends WriteContext {
+  mediate: { exec: boolean; connect: boolean };
+}
+
+function decider(c: RecordedContext): Decider {
+  const policy: Policy = new Policy(c.rules, {
+    home: c.home,
+    cwd: c.cwd,
+    lookup: (p) => lookupInPath(p, c.pathEnv),
+    isWritable: (p) => inFloor(c.floor, p) || policy.decide("write", p, Date.now()).effect === "allow",
+  });
+  return {
+    policy,
+    floor: c.floor,
+    tainted: taintedFloor(c.floor, policy.pathEntries("write")),
+    protected: c.protected ?? [],
+    mediate: c.mediate,
+  };
+}
+
+/**
+ * What the mediator answers to the recorded call, as the same word the fast path records, or why it would
+ * not have answered at all.
+ */
+export function mediatorAnswer(
+  d: Decider,
+  syscall: string,
+  answer: string,
+  paths: readonly string[],
+): string {
+  switch (answer) {
+    case "cwd":
+      return syscall === "chdir" || syscall === "fchdir" ? "cwd" : `${syscall} is not a chdir`;
+    case "bind":
+      return syscall === "bind" ? "bind" : `${syscall} is not a bind`;
+    case "net":
+      if (syscall !== "connect" && syscall !== "sendto") return `${syscall} is not a connect or send`;
+      return d.mediate.connect ? "ask (connects are mediated)" : "net";
+    case "exec": {
+      if (syscall !== "execve") return `${syscall} is not execve`;
+      if (!d.mediate.exec) return "exec"; // every exec is continued
+      if (paths.length < 1) return "no program";
+      for (const p of paths) {
+        const e = d.policy.decide("exec", p, Date.now()).effect;
+        if (e !== "allow") return `${e} (exec ${p})`;
+        if (isDynamicLoader(p)) return `deny (the dynamic loader ${p})`;
+      }
+      return "exec";
+    }
+  }
+  if (answer.startsWith("errno:")) {
+    // Nothing runs: the kernel's own errno for a program that is not there or cannot run.
+    const e = Number(answer.slice(6));
+    return syscall === "execve" && [2, 13, 20].includes(e) ? answer : `${syscall} answered ${answer}`;
+  }
+  const call = WRITE_CALLS.find((c) => c.name === syscall);
+  if (!call) return `${syscall} is no write call`;
+  const ends = call.path2 !== undefined ? 2 : 1;
+  if (paths.length !== ends) return `${paths.length} paths for ${ends} ends`;
+  const contents = call.kind === "open" || call.kind === "truncate";
+  const names = call.kind === "rename" || call.kind === "link";
+  const verdicts = paths.map((p) => writeVerdict(d, p, contents, names));
+  // The fast path answers only path forms it read and resolved itself, or fds it copied: either way the
+  // fd forms are never continued, and it records them as performed.
+  return writeAnswer(call, verdicts, answer === "perform" && call.path < 0);
+}
+
+export interface ReplayResult {
+  /** How many answers of the fast path were replayed, by answer. */
+  answers: number;
+  byAnswer: Record<string, number>;
+  /** One line per answer the mediator would not have given. */
+  disagreements: string[];
+}
+
+/** Replays a record (see the module comment). `nrName`: the native architecture's syscall names by number. */
+export function replay(text: string, nrName: ReadonlyMap<number, string>): ReplayResult {
+  const ctx = new Map<string, Decider>();
+  const out: ReplayResult = { answers: 0, byAnswer: {}, disagreements: [] };
+  for (const line of text.split("\n")) {
+    if (!line) continue;
+    const f = line.split("\t");
+    if (f[0] === "C") {
+      ctx.set(f[1], decider(JSON.parse(f.slice(2).join("\t"))));
+      continue;
+    }
+    if (f[0] !== "F" || f.length < 4) {
+      out.disagreements.push(`unreadable line: ${line}`);
+      continue;
+    }
+    const [, pid, nr, answer, ...paths] = f;
+    out.answers++;
+    out.byAnswer[answer] = (out.byAnswer[answer] ?? 0) + 1;
+    const d = ctx.get(pid);
+    if (!d) {
+      out.disagreements.push(`no context for hallpass ${pid}: ${line}`);
+      continue;
+    }
+    const syscall = nrName.get(Number(nr)) ?? `syscall ${nr}`;
+    const want = mediatorAnswer(d, syscall, answer, paths);
+    if (want !== answer) {
+      out.disagreements.push(`${syscall} ${paths.join(" → ")}: fast path ${answer}, mediator ${want}`);
+    }
+  }
+  return out;
+}

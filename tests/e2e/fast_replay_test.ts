@@ -1,0 +1,206 @@
+/**
+ * The fast path checked against the one decision (lib/supervisor/fast_replay.ts). Real workloads run under
+ * hallpass with HALLPASS_FASTPATH_RECORD set: the C fast path records every answer it gives, with the
+ * canonical paths it decided on, and the supervisor records the context (rules, floor, protected paths).
+ * Every answer is then replayed through the TypeScript decision the mediator runs (lib/supervisor/decide.ts,
+ * lib/policy.ts): one answer the mediator would not have given fails the test.
+ *
+ * Each workload runs twice, with the fast path and with HALLPASS_FAST_PATH=0, and each run asserts which
+ * engine answered: the fast path's run recorded answers of its own, the mediator's none (a missing fast-path
+ * library would otherwise make both runs the mediator, silently). The write-forms matrix and the adversarial
+ * path tests run as they are, under the record, and are replayed too.
+ */
+import { deepStrictEqual as assertEquals } from "node:assert/strict";
+import { DENO, hallpass, ROOT, scratch } from "./harness.ts";
+import { test, tool } from "../helpers/skip.ts";
+import { replay, type ReplayResult } from "../../lib/supervisor/fast_replay.ts";
+import { resolveSyscall } from "../../ffi/seccomp.ts";
+import { NEW_SYSCALL_NUMBERS, WRITE_CALLS } from "../../lib/syscall_table.ts";
+
+const LIB = `${ROOT}/build/libhallpass-fastpath.so`;
+const lib = (() => {
+  try {
+    Deno.statSync(LIB);
+    return undefined;
+  } catch {
+    return { reason: `${LIB} is not built (make builds it)` };
+  }
+})();
+
+/** The native architecture's syscall names by number, for the calls the fast path answers. */
+function syscallNames(): Map<number, string> {
+  const m = new Map<number, string>();
+  const names = [...WRITE_CALLS.map((c) => c.name), "execve", "execveat", "bind", "chdir", "fchdir"];
+  for (const n of [...names, "connect", "sendto"]) {
+    const nr = NEW_SYSCALL_NUMBERS[n] ?? resolveSyscall(n);
+    if (nr >= 0 && !m.has(nr)) m.set(nr, n);
+  }
+  return m;
+}
+
+async function replayFile(file: string): Promise<ReplayResult> {
+  let text = "";
+  try {
+    text = await Deno.readTextFile(file);
+  } catch { /* nothing recorded */ }
+  return replay(text, syscallNames());
+}
+
+function assertAgrees(r: ReplayResult, what: string): void {
+  if (r.disagreements.length > 0) {
+    throw new Error(
+      `${what}: ${r.disagreements.length} of ${r.answers} fast-path answers disagree with the decision:\n` +
+        r.disagreements.slice(0, 20).join("\n"),
+    );
+  }
+}
+
+interface Workload {
+  name: string;
+  needs: string[];
+  setup?: (project: string) => Promise<void>;
+  script: string;
+  /** Answers the fast path must have given in its run (it answered, and with these). */
+  answered: string[];
+}
+
+const ENV = {
+  PATH: "/usr/local/bin:/usr/bin:/bin",
+  LANG: "C",
+  GIT_AUTHOR_NAME: "T",
+  GIT_AUTHOR_EMAIL: "t@example.com",
+  GIT_COMMITTER_NAME: "T",
+  GIT_COMMITTER_EMAIL: "t@example.com",
+};
+
+const WORKLOADS: Workload[] = [
+  {
+    name: "tar x of a tree",
+    needs: ["tar"],
+    setup: async (p) => {
+      await Deno.mkdir(`${p}/src/a/b`, { recursive: true });
+      for (let i = 0; i < 60; i++) await Deno.writeTextFile(`${p}/src/a/b/f${i}`, `${i}\n`);
+      await Deno.symlink("b/f1", `${p}/src/a/link`);
+    },
+    script: "tar cf t.tar src && mkdir out && cd out && tar xf ../t.tar && tar xpf ../t.tar && " +
+      "chmod -R go-w src && touch src/a/b/f1 && cd .. && rm -rf out/src/a/b && mv out gone && " +
+      // a name beside the root that starts like it (work-x, not below work/): the mediator's
+      "echo x > ../work-x && mkdir ../workdir && mv gone ../workdir/",
+    answered: ["continue", "exec"],
+  },
+  {
+    name: "git add and commit",
+    needs: ["git"],
+    setup: async (p) => {
+      await new Deno.Command("git", { args: ["init", "-q", p], env: ENV }).output();
+      for (let i = 0; i < 30; i++) await Deno.writeTextFile(`${p}/file${i}.txt`, `line ${i}\n`);
+    },
+    script: "git add -A && git commit -qm one && echo more >> file1.txt && git commit -qam two && " +
+      "git checkout -qb side && git rm -q file2.txt && git commit -qm three && git gc -q",
+    answered: ["continue", "exec"],
+  },
+  {
+    name: "make -j2 with gcc",
+    needs: ["make", "gcc"],
+    setup: async (p) => {
+      const objs: string[] = [];
+      for (let i = 0; i < 8; i++) {
+        await Deno.writeTextFile(`${p}/m${i}.c`, `int f${i}(void) { return ${i}; }\n`);
+        objs.push(`m${i}.o`);
+      }
+      await Deno.writeTextFile(`${p}/main.c`, "int main(void) { return 0; }\n");
+      await Deno.writeTextFile(
+        `${p}/Makefile`,
+        `prog: main.o ${objs.join(" ")}\n\tgcc -o $@ $^\n%.o: %.c\n\tgcc -c -o $@ $<\n` +
+          `clean:\n\trm -f prog *.o\n`,
+      );
+    },
+    script: "make -s -j2 && make -s clean && make -s -j2",
+    answered: ["continue", "exec"],
+  },
+  {
+    name: "a node script writing many files",
+    needs: ["node"],
+    setup: async (p) => {
+      await Deno.writeTextFile(
+        `${p}/w.js`,
+        `const fs = require("fs");
+fs.mkdirSync("gen/deep/er", { recursive: true });
+for (let i = 0; i < 300; i++) fs.writeFileSync(\`gen/deep/er/f\${i}.txt\`, String(i));
+for (let i = 0; i < 300; i += 3) fs.renameSync(\`gen/deep/er/f\${i}.txt\`, \`gen/deep/r\${i}.txt\`);
+for (let i = 1; i < 300; i += 3) fs.unlinkSync(\`gen/deep/er/f\${i}.txt\`);
+for (let i = 2; i < 300; i += 3) { fs.chmodSync(\`gen/deep/er/f\${i}.txt\`, 0o600); fs.utimesSync(\`gen/deep/er/f\${i}.txt\`, 1, 1); }
+fs.linkSync("gen/deep/r0.txt", "gen/hard");
+fs.symlinkSync("deep", "gen/sym");
+fs.rmSync("gen/deep/er", { recursive: true });
+`,
+      );
+    },
+    script: "node w.js",
+    answered: ["continue", "exec"],
+  },
+];
+
+for (const w of WORKLOADS) {
+  test({ name: `fast path replay: ${w.name}`, ignore: [lib, ...w.needs.map(tool)] }, async () => {
+    const runs: Record<string, ReplayResult> = {};
+    for (const mode of ["fast", "mediator"] as const) {
+      const s = await scratch();
+      try {
+        // The work happens in a directory that is there at start: the project's top may be carved entry by
+        // entry (lib/plan.ts carveFloor), and a name made there later is the mediator's.
+        const work = `${s.project}/work`;
+        await Deno.mkdir(`${work}/tmp`, { recursive: true });
+        await w.setup?.(work);
+        const rec = `${s.outside}/record`;
+        const env: Record<string, string> = { ...ENV, TMPDIR: `${work}/tmp`, HALLPASS_FASTPATH_RECORD: rec };
+        if (mode === "mediator") env.HALLPASS_FAST_PATH = "0";
+        const r = await hallpass(
+          ["--no-ask", "--", "sh", "-c", `cd work && ${w.script}`],
+          { cwd: s.project, env, timeoutMs: 120_000 },
+        );
+        runs[mode] = await replayFile(rec);
+        // The replay first: a wrong answer of the fast path may also make the run fail (Landlock's EACCES).
+        assertAgrees(runs[mode], `${w.name} (${mode})`);
+        assertEquals(r.code, 0, `${mode}: ${r.stderr.slice(0, 1500)}`);
+      } finally {
+        await s.cleanup();
+      }
+    }
+    // Which engine answered: the fast path's run has answers of its own, the mediator's run none.
+    assertEquals(runs.mediator.answers, 0, "HALLPASS_FAST_PATH=0: the fast path answered nonetheless");
+    for (const a of w.answered) {
+      if (!runs.fast.byAnswer[a]) {
+        throw new Error(`the fast path never answered "${a}": ${JSON.stringify(runs.fast.byAnswer)}`);
+      }
+    }
+    console.log(
+      `${w.name}: ${runs.fast.answers} fast-path answers replayed: ${JSON.stringify(runs.fast.byAnswer)}`,
+    );
+  });
+}
+
+test({
+  name: "fast path replay: the write-forms matrix and the adversarial path tests, under the record",
+  ignore: [lib, tool("gcc")],
+}, async () => {
+  const dir = await Deno.makeTempDir({ prefix: "hallpass-replay-" });
+  try {
+    const rec = `${dir}/record`;
+    const out = await new Deno.Command(DENO, {
+      args: ["test", "-A", "tests/e2e/write_forms_test.ts", "tests/e2e/adversarial_paths_test.ts"],
+      cwd: ROOT,
+      env: { HALLPASS_FASTPATH_RECORD: rec },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+    assertEquals(out.code, 0, text.slice(-3000));
+    const r = await replayFile(rec);
+    if (!r.byAnswer.continue) throw new Error(`the fast path never answered: ${JSON.stringify(r.byAnswer)}`);
+    assertAgrees(r, "write forms and adversarial paths");
+    console.log(`${r.answers} fast-path answers replayed: ${JSON.stringify(r.byAnswer)}`);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
