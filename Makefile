@@ -67,7 +67,7 @@ build/hallpass-launcher: helper/launcher/launcher.c
 # hallpass's npm packages in Deno's cache (runtime.lock: the test-only ones are not fetched). Output on failure.
 build/deps.stamp: runtime.lock deno.json | deno
 	@mkdir -p build
-	@$(DENO) cache $(RUNTIME_LOCK) main.ts lib/supervisor/worker.ts helper/bpf/prebuild.ts >build/cache.log 2>&1 \
+	@$(DENO) cache $(RUNTIME_LOCK) main.ts lib/supervisor/worker.ts $(LAZY_MODULES) helper/bpf/prebuild.ts >build/cache.log 2>&1 \
 	  || { cat build/cache.log; echo "make: deno could not fetch hallpass's packages (above)" >&2; exit 1; }
 	@touch $@
 
@@ -93,10 +93,14 @@ hallpass-request: helper/hallpass-request/hallpass-request.c
 	  id=$$(docker create hallpass-request-build) && docker cp $$id:/hallpass-request ./hallpass-request && docker rm $$id >/dev/null; \
 	else echo "make: need musl-gcc (apt-get install musl-tools) or docker" >&2; exit 1; fi
 
+# Modules loaded through lib/lazy_import.ts (out of Deno's start-up walk): a compiled binary embeds only what
+# it is told to.
+LAZY_MODULES := lib/agents.ts lib/doctor.ts lib/rules_command.ts lib/agent/agent_cli.ts lib/agent/answer_client.ts \
+                lib/ask/ask_program.ts lib/ui/terminal.ts ffi/seccomp.ts lib/filter_build.ts
 # ./hallpass: the compiled single binary where `deno compile` can get its runtime (DENORT_BIN or Deno's
 # download server), otherwise a script that runs the same code with `deno run`.
 hallpass: build/hallpass-launcher build/libhallpass-fastpath.so build/filter.bpf build/deps.stamp $(DENO) main.ts $(wildcard lib/*.ts lib/*/*.ts ffi/*.ts) deno.json runtime.lock
-	@if timeout 120 $(DENO) compile --quiet --allow-all $(RUNTIME_LOCK) --v8-flags=$(V8_FLAGS) --include build/hallpass-launcher --include build/libhallpass-fastpath.so --include build/filter.bpf --include build/filter-connect.bpf --include lib/supervisor/worker.ts -o build/hallpass-compiled main.ts >build/compile.log 2>&1 \
+	@if timeout 120 $(DENO) compile --quiet --allow-all $(RUNTIME_LOCK) --v8-flags=$(V8_FLAGS) --include build/hallpass-launcher --include build/libhallpass-fastpath.so --include build/filter.bpf --include build/filter-connect.bpf --include lib/supervisor/worker.ts $(addprefix --include ,$(LAZY_MODULES)) -o build/hallpass-compiled main.ts >build/compile.log 2>&1 \
 	    && ! build/hallpass-compiled --version 2>&1 | grep -q '^deno '; then \
 	  cp build/hallpass-compiled hallpass; echo "make: ./hallpass is the compiled binary (deno compile)"; \
 	else \
@@ -137,7 +141,7 @@ check: deno
 	$(DENO) fmt --check
 	$(DENO) lint
 	$(DENO) check --quiet --frozen main.ts lib/supervisor/worker.ts lib/ ffi/ helper/ tests/
-	$(DENO) cache --quiet $(RUNTIME_LOCK) main.ts lib/supervisor/worker.ts
+	$(DENO) cache --quiet $(RUNTIME_LOCK) main.ts lib/supervisor/worker.ts $(LAZY_MODULES)
 
 fmt: deno
 	$(DENO) fmt

@@ -12,6 +12,7 @@ import { UsageError } from "./lib/types.ts";
 import { RulesError } from "./lib/rules_file.ts";
 import { commandSignal } from "./lib/command_signal.ts";
 import { dieOfSignal } from "./ffi/signal.ts";
+import { lazyImport } from "./lib/lazy_import.ts";
 
 async function main(argv: string[]): Promise<number> {
   const inv = parseCommandLine(argv);
@@ -23,7 +24,9 @@ async function main(argv: string[]): Promise<number> {
       console.log(`hallpass ${VERSION}`);
       return 0;
     case "agents": {
-      const { formatRecipes } = await import("./lib/agents.ts");
+      const { formatRecipes } = await lazyImport<typeof import("./lib/agents.ts")>(
+        new URL("./lib/agents.ts", import.meta.url),
+      );
       const env = (k: string) => Deno.env.get(k);
       const lines = formatRecipes({
         home: env("HOME") ?? "/",
@@ -35,22 +38,30 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case "doctor": {
-      const { runChecks, formatChecks, essentialOk } = await import("./lib/doctor.ts");
+      const { runChecks, formatChecks, essentialOk } = await lazyImport<typeof import("./lib/doctor.ts")>(
+        new URL("./lib/doctor.ts", import.meta.url),
+      );
       const checks = runChecks();
       if (inv.json) console.log(JSON.stringify(checks, null, 2));
       else for (const l of formatChecks(checks)) console.log(l);
       return essentialOk(checks) ? 0 : 1;
     }
     case "rules": {
-      const { rulesCommand } = await import("./lib/rules_command.ts");
+      const { rulesCommand } = await lazyImport<typeof import("./lib/rules_command.ts")>(
+        new URL("./lib/rules_command.ts", import.meta.url),
+      );
       return rulesCommand(inv.args, inv.opts);
     }
     case "agent": {
-      const { agentCommand } = await import("./lib/agent/agent_cli.ts");
+      const { agentCommand } = await lazyImport<typeof import("./lib/agent/agent_cli.ts")>(
+        new URL("./lib/agent/agent_cli.ts", import.meta.url),
+      );
       return await agentCommand(inv.args);
     }
     case "answer": {
-      const { answerMain, parseAnswerArgs } = await import("./lib/agent/answer_client.ts");
+      const { answerMain, parseAnswerArgs } = await lazyImport<typeof import("./lib/agent/answer_client.ts")>(
+        new URL("./lib/agent/answer_client.ts", import.meta.url),
+      );
       const a = parseAnswerArgs(inv.args);
       if ("help" in a) {
         console.log(a.help);

@@ -38,6 +38,7 @@ import { DENIED_STATUS, finalStatus } from "./fail_on_deny.ts";
 import { SupervisorHost } from "./supervisor/host.ts";
 import type { PtySession } from "./ui/terminal.ts";
 import { noteCommandSignal } from "./command_signal.ts";
+import { lazyImport } from "./lazy_import.ts";
 
 export class HallpassError extends Error {
   constructor(message: string, readonly hint?: string) {
@@ -112,8 +113,8 @@ async function filterFd(opts: CliOptions): Promise<number> {
     // not prebuilt: compile it
   }
   const [{ compileFilter }, { BAD_ARCH_ACTION, compiledRules }] = await Promise.all([
-    import("../ffi/seccomp.ts"),
-    import("./filter_build.ts"),
+    lazyImport<typeof import("../ffi/seccomp.ts")>(new URL("../ffi/seccomp.ts", import.meta.url)),
+    lazyImport<typeof import("./filter_build.ts")>(new URL("./filter_build.ts", import.meta.url)),
   ]);
   return compileFilter(compiledRules(opts.mediate.connect), BAD_ARCH_ACTION).memfd;
 }
@@ -188,10 +189,14 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
 
   let backend: AskBackend;
   if (opts.askProgram) {
-    const { AskProgram } = await import("./ask/ask_program.ts");
+    const { AskProgram } = await lazyImport<typeof import("./ask/ask_program.ts")>(
+      new URL("./ask/ask_program.ts", import.meta.url),
+    );
     backend = new AskProgram(opts.askProgram, { timeoutMs: opts.askTimeoutMs, warn });
   } else if (interactive && !opts.noAsk) {
-    const { PtySession, TerminalAsk } = await import("./ui/terminal.ts");
+    const { PtySession, TerminalAsk } = await lazyImport<typeof import("./ui/terminal.ts")>(
+      new URL("./ui/terminal.ts", import.meta.url),
+    );
     pty = PtySession.open({ onSignal: (sig) => end(sig), title: `hallpass: ${plan.argv.join(" ")}` });
     backend = new TerminalAsk(pty, { forMs: opts.forMs, askTimeoutMs: opts.askTimeoutMs });
   } else {
