@@ -33,10 +33,10 @@ function rules(text: string): Rule[] {
   });
 }
 
-function setup(text: string, floor: PathScope[]) {
+function setup(text: string | Rule[], floor: PathScope[]) {
   const holder: { p?: Policy } = {};
   const inFloor = (path: string) => floor.some((f) => scopeCovers(f, path));
-  const p = new Policy([builtin, ...rules(text)], {
+  const p = new Policy([builtin, ...(typeof text === "string" ? rules(text) : text)], {
     home: HOME,
     cwd: "/proj",
     lookup: (x) => (x === "git" ? "/usr/bin/git" : null),
@@ -160,11 +160,15 @@ Deno.test("every program below an exec root and every path below a write root is
     { kind: "tree", path: "/usr/local" },
   ]];
   let checked = 0;
-  // every subset of the rules (2^12), every floor
-  for (let mask = 0; mask < 1 << ruleLines.length; mask += 7) {
+  // every subset of the rules (2^15), every floor
+  let subsets = 0;
+  const parsed = ruleLines.map((l) => rules(l)); // each line parsed once
+  for (let mask = 0; mask < 1 << ruleLines.length; mask++) {
+    subsets++;
     const text = ruleLines.filter((_, i) => mask & (1 << i)).join("\n");
+    const subset = parsed.filter((_, i) => mask & (1 << i)).flat();
     for (const floor of floors) {
-      const s = setup(text, floor);
+      const s = setup(subset, floor);
       for (const prog of programs) {
         if (!s.exec.some((r) => scopeCovers({ kind: "tree", path: r }, prog))) continue;
         assert.equal(
@@ -181,5 +185,6 @@ Deno.test("every program below an exec root and every path below a write root is
       }
     }
   }
+  assert.equal(subsets, 2 ** ruleLines.length);
   assert.ok(checked > 1000, `only ${checked} checks`);
 });
