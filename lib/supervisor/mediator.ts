@@ -48,7 +48,7 @@ import { bindFd } from "../../ffi/net.ts";
 import { type ConnectTarget, formatTarget, suggestDestScopes } from "../connect_dest.ts";
 import { isLoopback, netVerdict } from "../socket_policy.ts";
 import { RequestHandler } from "./requests.ts";
-import { SysCalls } from "./sys_calls.ts";
+import { otherProcessPath, SysCalls } from "./sys_calls.ts";
 import { isDynamicLoader } from "../loader.ts";
 import { formatScope } from "../path_scope.ts";
 import { protectedHit, type ProtectedPath } from "../protected_paths.ts";
@@ -593,6 +593,7 @@ export class Mediator {
    */
   #verdict(t: Target, contents: boolean, names = false): Verdict {
     if (t.anon) return "floor"; // a pipe or socket reached through /proc/PID/fd: no file system change
+    if (t.path.startsWith("/proc/") && otherProcessPath(t.path, this.#cfg.launcherPid)) return "deny";
     const ctx = {
       policy: this.policy,
       floor: this.#floor,

@@ -84,6 +84,16 @@ export function inSandbox(tid: number, launcherPid: number, ids: TaskIds = procT
   return false;
 }
 
+/**
+ * Whether `path` (canonical, /proc/self already made /proc/PID) lies below /proc/PID of a process outside the
+ * sandbox (its oom_score_adj, comm, timerslack_ns, ...): writing there changes that process, which no rule can
+ * allow (docs/threat-model.md, "Other processes").
+ */
+export function otherProcessPath(path: string, launcherPid: number): boolean {
+  const m = /^\/proc\/(\d+)(?:\/|$)/.exec(path);
+  return m !== null && inSandbox(Number(m[1]), launcherPid) !== true;
+}
+
 export class SysCalls {
   readonly #byNr = new Map<number, { name: string; kind: Kind }>();
   readonly #c: SysCallContext;

@@ -124,3 +124,38 @@ for (const fast of ["1", "0"]) {
     },
   });
 }
+
+/**
+ * A process outside the sandbox changed through its /proc files: with `--allow-path /proc/PID/**` (what the
+ * exit summary used to suggest for a denied `/proc/PID/mem`), the sandbox set an outside process's
+ * oom_score_adj. Judged by reading it outside.
+ */
+test({
+  name: "an outside process's /proc files are not writable, whatever the rules say",
+  async fn() {
+    const s = await scratch();
+    const victim = new Deno.Command("sleep", { args: ["60"], stdout: "null", stderr: "null" }).spawn();
+    try {
+      const adj = `/proc/${victim.pid}/oom_score_adj`;
+      // Control: without hallpass the same user can raise it.
+      const c = await bare(["/bin/sh", "-c", `echo 7 > ${adj}`]);
+      assertEquals((await Deno.readTextFile(adj)).trim(), "7", `control: ${c.stderr}`);
+      const r = await hallpass([
+        "--no-ask",
+        "-q",
+        "--allow-path",
+        `/proc/${victim.pid}/**`,
+        "--",
+        "/bin/sh",
+        "-c",
+        `echo 999 > ${adj}`,
+      ], { cwd: s.project });
+      assertEquals((await Deno.readTextFile(adj)).trim(), "7", `outside process changed: ${r.stderr}`);
+      assert(r.stderr.includes("Permission denied"), `the write did not fail with EACCES: ${r.stderr}`);
+    } finally {
+      victim.kill("SIGKILL");
+      await victim.status;
+      await s.cleanup();
+    }
+  },
+});
