@@ -5,8 +5,11 @@
  * * **OSC 52 (clipboard) never passes**, in either direction: a write would put the program's text in the
  *   clipboard the user next pastes into a shell outside (`echo pwned`), a query (`OSC 52 ; c ; ?`) would make
  *   the terminal send the clipboard's contents to the program. Both are removed whole, also when wrapped in a
- *   tmux passthrough (`ESC P tmux; … ESC \`). There is no question for it: a clipboard write has no target a
- *   person could judge, and a question per write would be a flood.
+ *   tmux passthrough (`ESC P tmux; … ESC \`), in the C1 form, and with leading zeros (`OSC 000052`, which
+ *   terminals read as 52). There is no question for it: a clipboard write has no target a person could judge,
+ *   and a question per write would be a flood. The terminal-specific ways to the clipboard, the person's files
+ *   or commands are removed the same way: iTerm2's OSC 1337, kitty's OSC 5522 and 5113 and its remote control
+ *   (`ESC P @kitty-cmd`).
  * * **Palette and default colours (OSC 4, 5, 10–19 and their resets 104, 105, 110–119)** pass (a program's
  *   theme), and are recorded: while the bar is up the terminal's colours are reset to its own defaults, and
  *   after the bar they are set again as the program left them ({@linkcode palette}). A program cannot make the
@@ -22,6 +25,19 @@
 
 const ESC = 0x1b, BEL = 0x07, CAN = 0x18, SUB = 0x1a, C2 = 0xc2;
 const MAX_PASSTHROUGH = 1 << 20;
+/** The most digits an OSC number may have here (a longer one is removed: it cannot be judged). */
+const MAX_OSC_DIGITS = 16;
+/**
+ * OSC numbers removed whole: 52 (clipboard), and the terminal-specific ways to the clipboard or the person's
+ * files: iTerm2's 1337 (`Copy=`, `CopyToClipboard`, `File=` downloads), kitty's 5522 (clipboard) and 5113 (file
+ * transfer).
+ */
+const DROP_OSC = new Set([52, 1337, 5113, 5522]);
+/** DCS strings decided by their start: a tmux passthrough (held and judged), kitty's remote control (removed). */
+const DCS_HEADS = ["tmux;", "@kitty-cmd"];
+/** What a held tmux passthrough must not carry (its ESCs are doubled; C1 forms too). */
+// deno-lint-ignore no-control-regex
+const PASSTHROUGH_DROP = /(?:\x1b\]|\xc2\x9d)0*(?:52|1337|5113|5522)(?!\d)|(?:\x1bP|\xc2\x90)@kitty-cmd/;
 
 type State =
   | { s: "ground" }
@@ -105,8 +121,8 @@ export class OutputFilter {
         const b = data[i];
         if (
           st.kind === "osc"
-            ? b >= 0x30 && b <= 0x39 && body.length < 5
-            : "tmux;".startsWith(body + String.fromCharCode(b))
+            ? b >= 0x30 && b <= 0x39 && body.length < MAX_OSC_DIGITS
+            : DCS_HEADS.some((h) => h.startsWith(body + String.fromCharCode(b)))
         ) {
           st.bytes.push(b);
           i++;
@@ -114,13 +130,16 @@ export class OutputFilter {
         }
         // Decided (the byte at i is not part of the head; the string state reads it).
         if (st.kind === "osc") {
+          // A terminal reads the number as digits (leading zeros too: `000052` is 52); more digits than
+          // MAX_OSC_DIGITS cannot be judged and the string is removed.
           const num = body === "" ? -1 : Number(body);
-          if (num === 52) this.#st = { s: "drop" };
+          if (DROP_OSC.has(num) || body.length >= MAX_OSC_DIGITS) this.#st = { s: "drop" };
           else {
             parts.push(Uint8Array.from(st.bytes));
             this.#st = { s: "pass", record: paletteOsc(num) ? [...st.bytes] : null };
           }
         } else if (body === "tmux;") this.#st = { s: "hold", bytes: [...st.bytes] };
+        else if (body === "@kitty-cmd") this.#st = { s: "drop" };
         else {
           parts.push(Uint8Array.from(st.bytes));
           this.#st = { s: "pass", record: null };
@@ -141,6 +160,10 @@ export class OutputFilter {
         if (b === ESC || b === C2) {
           if (j + 1 >= n) break; // decided by the next read: carried
           const c = data[j + 1];
+          if (b === C2 && (c === 0x9d || c === 0x90)) { // a C1 OSC or DCS: like ESC, it starts a new string
+            end = next = j;
+            break;
+          }
           if (b === ESC && c === 0x5c) {
             end = next = j + 2;
             break;
@@ -175,7 +198,7 @@ export class OutputFilter {
         // A passthrough is the program talking to the outer terminal: removed when it carries OSC 52.
         const text = latin1(done.bytes);
         // deno-lint-ignore no-control-regex
-        if (!/\x1b\x1b?\]52/.test(text)) parts.push(Uint8Array.from(done.bytes));
+        if (!PASSTHROUGH_DROP.test(text)) parts.push(Uint8Array.from(done.bytes));
       }
       i = next;
     }
@@ -189,7 +212,8 @@ export class OutputFilter {
     const st = this.#st;
     this.#st = { s: "ground" };
     if (st.s === "pass") return c;
-    if (st.s === "head" && !(st.kind === "osc" && String.fromCharCode(...st.bytes.slice(2)) === "52")) {
+    const body = st.s === "head" ? String.fromCharCode(...st.bytes.slice(2)) : "";
+    if (st.s === "head" && !(st.kind === "osc" && DROP_OSC.has(Number(body)))) {
       return concat([Uint8Array.from(st.bytes), c]);
     }
     return new Uint8Array(0);
