@@ -197,7 +197,6 @@ export class OutputFilter {
       if (done.s === "hold") {
         // A passthrough is the program talking to the outer terminal: removed when it carries OSC 52.
         const text = latin1(done.bytes);
-        // deno-lint-ignore no-control-regex
         if (!PASSTHROUGH_DROP.test(text)) parts.push(Uint8Array.from(done.bytes));
       }
       i = next;
