@@ -9,6 +9,35 @@ import type { Answer, ContainerIdentity, Op, Question } from "../types.ts";
 import { visible } from "../ui/sanitize.ts";
 
 const POLL_WAIT_S = 25;
+/** The largest question list read from an agent (its own list is bounded far below: 1024 bounded questions). */
+export const MAX_LIST_BYTES = 32 << 20;
+/** The largest reply to an answer read from an agent. */
+const MAX_REPLY_BYTES = 64 << 10;
+
+/** A response body as text, at most `max` bytes: an agent that sends more is refused, never held in memory. */
+async function boundedText(r: Response, max: number): Promise<string> {
+  if (!r.body) return "";
+  const reader = r.body.getReader();
+  const parts: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    total += value.length;
+    if (total > max) {
+      await reader.cancel().catch(() => {});
+      throw new Error(`the agent sent more than ${max >> 10} KiB`);
+    }
+    parts.push(value);
+  }
+  const all = new Uint8Array(total);
+  let off = 0;
+  for (const p of parts) {
+    all.set(p, off);
+    off += p.length;
+  }
+  return new TextDecoder().decode(all);
+}
 const RETRY_MS = 2000;
 
 /** A question as listed by an agent, as a client needs it. */
@@ -138,8 +167,10 @@ export class AgentFeed {
           await r.body?.cancel();
           throw new Error(`HTTP ${r.status}`);
         }
-        const list = await r.json() as Record<string, unknown>;
-        if (!num(list.version) || !Array.isArray(list.questions)) throw new Error("not a question list");
+        const list = JSON.parse(await boundedText(r, MAX_LIST_BYTES)) as Record<string, unknown>;
+        if (
+          typeof list !== "object" || list === null || !num(list.version) || !Array.isArray(list.questions)
+        ) throw new Error("not a question list");
         version = list.version;
         if (num(list.now)) this.skew = list.now - Date.now();
         if (str(list.node)) this.node = list.node;
@@ -176,7 +207,7 @@ export class AgentFeed {
         headers: { "content-type": "application/json" },
         body: JSON.stringify(body),
       }, 15_000);
-      const text = await r.text();
+      const text = await boundedText(r, MAX_REPLY_BYTES);
       if (r.ok) return { ok: true };
       let error = `HTTP ${r.status}`;
       try {

@@ -476,7 +476,7 @@ async function answerJson(agents: string[], token: string): Promise<number> {
   const stop = new AbortController();
   const feeds = agents.map((a) => new AgentFeed(a, token, "api", stop.signal));
   const printed = new Set<string>();
-  const out = (o: unknown) => writeOut(JSON.stringify(o) + "\n");
+  const out = (o: unknown) => writeOut(jsonLine(o));
   let code = 0;
   const onChange = () => {
     for (const q of merged(feeds)) {
@@ -542,6 +542,17 @@ async function answerJson(agents: string[], token: string): Promise<number> {
   stop.abort();
   await Promise.allSettled(follows);
   return code;
+}
+
+/**
+ * One JSON line that is safe on a terminal: besides what JSON escapes (C0), the C1 controls, DEL, bidi controls
+ * and line separators an agent's texts may hold are written as `\uXXXX` (they occur only inside strings there).
+ */
+export function jsonLine(o: unknown): string {
+  return JSON.stringify(o).replace(
+    /[\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  ) + "\n";
 }
 
 function lineSplitter(): TransformStream<string, string> {
