@@ -26,8 +26,8 @@ async function shot(t: Tmux): Promise<Shot> {
 }
 
 /**
- * Runs `program` (a sh command line that starts a background write outside the project after `delay` seconds,
- * then execs the full-screen program) twice: bare, and under hallpass answering `o`. `ready` says when the
+ * Runs `program` (a sh command line that starts a background write outside the project once the test sees the
+ * program drawn, then execs the full-screen program) twice: bare, and under hallpass answering `o`. `ready` says when the
  * program has drawn. Returns the screens after the write, and after `quit` keys.
  */
 async function compareFullScreen(
@@ -46,11 +46,14 @@ async function compareFullScreen(
       cols: 90,
       rows: 24,
       script: `export LESSHISTFILE=- LESS= ; ${prefix}sh -c ${
-        JSON.stringify(`(sleep 1; echo x > "$DIR/outside/f") & exec ${program}`)
+        JSON.stringify(
+          `(until [ -e "$DIR/go" ]; do sleep 0.05; done; echo x > "$DIR/outside/f") & exec ${program}`,
+        )
       }`,
     });
     try {
       await t.waitFor(ready, "the program to draw");
+      await Deno.writeTextFile(`${dir}/go`, ""); // the write comes once the program is on screen, not after a guess
       if (mode === "hp") {
         await t.waitBar();
         await t.keys("o");
