@@ -4,6 +4,7 @@
  * a return, a bare boolean `ignore:`, `assert(true)`.
  */
 import { ok as assert } from "node:assert/strict";
+import { MAKE_INSTALLS } from "./helpers/skip.ts";
 
 const ROOT = new URL("..", import.meta.url).pathname;
 /** This file and the helper itself, which name the forms. */
@@ -41,4 +42,13 @@ Deno.test("no test file hides a skip: no printed skip, no bare boolean ignore, n
     });
   }
   assert(bad.length === 0, bad.join("\n"));
+});
+
+Deno.test("every tool tests/helpers/skip.ts says `make test` installs is in the Makefile's package lists", () => {
+  const mk = Deno.readTextFileSync(`${ROOT}Makefile`).replaceAll("\\\n", " ");
+  const pkgs = new Set(
+    [...mk.matchAll(/^(APT_PKGS|TEST_PKGS)\s*:=(.*)$/gm)].flatMap((m) => m[2].trim().split(/\s+/)),
+  );
+  const missing = Object.entries(MAKE_INSTALLS).filter(([, p]) => !pkgs.has(p));
+  assert(missing.length === 0, `not in APT_PKGS/TEST_PKGS: ${JSON.stringify(missing)}`);
 });

@@ -5,7 +5,7 @@
  * return, never a test that passes without checking anything.
  *
  * - `HALLPASS_TEST_MISSING=ia32,tmux` makes the named probes report "missing" (forced), to show the suite
- *   passes on a machine without them (docs/ci.md).
+ *   passes on a machine without them (docs/development.md).
  * - Under `CI=true`, a tool that `make test` installs (the Makefile's APT_PKGS / TEST_PKGS) must be there:
  *   its tests fail with the reason instead of being skipped.
  */
@@ -57,7 +57,7 @@ export function probeAsync(name: string, check: () => Promise<string | undefined
 }
 
 /** Command → the Debian package `make test` installs it from (Makefile APT_PKGS / TEST_PKGS). */
-const MAKE_INSTALLS: Record<string, string> = {
+export const MAKE_INSTALLS: Record<string, string> = {
   tmux: "tmux",
   gcc: "gcc",
   python3: "python3",
