@@ -319,6 +319,9 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     logPath: opts.logPath ?? null,
     umask: userUmask,
     readCarved: reads.before,
+    readProtected: reads.before
+      ? { protect: plan.reads.protect.map((p) => p.path), readable: plan.reads.readable.map((p) => p.path) }
+      : undefined,
     fastPath: fastPathLibrary(),
   }, {
     backend,

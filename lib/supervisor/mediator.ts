@@ -465,6 +465,19 @@ export class Mediator {
       );
     }
 
+    // A rename or link that would carry a read-protected file (or a directory holding one) to another name: the
+    // name it gets is not protected, so no answer can allow it (only --allow-read can lift a protection).
+    if ((c.kind === "rename" || c.kind === "link") && this.#carriesProtected(targets[0].path)) {
+      fs.close(fdCopy);
+      return this.#deny(
+        n,
+        c.name,
+        `a read-protected file: ${targets.map((t) => t.path).join(" → ")}`,
+        "write",
+        "rule",
+      );
+    }
+
     // ID_VALID is checked before acting (emulating, asking), not before a CONTINUE or a deny: answering a
     // notification whose thread is gone simply fails in the kernel.
     if (targets.length === 1 && fdCopy < 0 && c.landlock) {
@@ -604,6 +617,18 @@ export class Mediator {
   }
 
   /** The protected path an allowed write of `t` touches, if any (for the bar's reason). */
+  /** `path` is read-protected (and not made readable), or holds a read-protected path below it. */
+  #carriesProtected(path: string): boolean {
+    const rp = this.#cfg.readProtected;
+    if (!rp) return false;
+    const under = (p: string, dir: string) => p === dir || p.startsWith(dir === "/" ? "/" : dir + "/");
+    if (rp.protect.some((p) => under(p, path) && p !== path)) return true; // a directory holding one
+    let best = -1;
+    for (const p of rp.protect) if (under(path, p) && p.length > best) best = p.length;
+    if (best < 0) return false;
+    return !rp.readable.some((r) => under(path, r) && r.length > best);
+  }
+
   #protectedAt(t: Target, names: boolean): ProtectedPath | null {
     if (t.anon || this.#protected.length === 0) return null;
     const d = this.policy.decide("write", t.path, Date.now());

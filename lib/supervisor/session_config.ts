@@ -46,6 +46,11 @@ export interface SessionConfig {
    * supervisor makes one.
    */
   readCarved?: Map<string, Map<string, number | undefined>>;
+  /**
+   * Read protections in force (lib/secrets.ts): `protect` unreadable, `readable` made readable inside one. A
+   * performed rename or link must not carry a protected file to where it can be read.
+   */
+  readProtected?: { protect: string[]; readable: string[] };
   /** The fast path library (lib/run.ts fastPathLibrary), or null: the mediator answers everything. */
   fastPath?: string | null;
   /**
