@@ -60,8 +60,8 @@ Deno.test("redteam2 hallpass answer --json: C1 controls and bidi marks from a ho
     }
     reader.releaseLock();
     const line = new TextDecoder().decode(bytes.subarray(0, bytes.indexOf(10)));
-    // deno-lint-ignore no-control-regex
     assert(
+      // deno-lint-ignore no-control-regex
       !/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/.test(line),
       line,
     );
