@@ -159,3 +159,46 @@ test({
     }
   },
 });
+
+/**
+ * A write answer lifted a read protection: the supervisor performs an allowed rename or link without Landlock,
+ * so `ln ~/.ssh/id_ed25519 k` (or `mv ~/.ssh proj/ssh2`) answered "once" gave the key a readable name in the
+ * project. Only `--allow-read` lifts a protection. The home is made below the real $HOME (protections below
+ * /tmp are not kept); judged by what the sandbox printed and by the key still at its place outside.
+ */
+test({
+  name: "a write answer never carries a credential out of its read protection (link, rename, exchange)",
+  async fn() {
+    const s = await scratch();
+    const base = await Deno.makeTempDir({ dir: Deno.env.get("HOME") ?? "/tmp", prefix: "hallpass-redteam-" });
+    try {
+      const home = `${base}/home`;
+      await Deno.mkdir(`${home}/.ssh`, { recursive: true });
+      const key = `${home}/.ssh/id_ed25519`;
+      await Deno.writeTextFile(key, "SECRET-KEY\n");
+      const ask = `${s.outside}/ask.sh`;
+      await Deno.writeTextFile(ask, "#!/bin/sh\ncat >/dev/null\necho once\n");
+      await Deno.chmod(ask, 0o755);
+      const exchange = `import ctypes; l = ctypes.CDLL(None, use_errno=True); ` +
+        `l.renameat2(-100, b'${home}/.ssh', -100, b'${s.project}/x', 2)`;
+      await Deno.mkdir(`${s.project}/x`);
+      const script = [
+        `ln ${key} k1; cat k1`,
+        `mv ${home}/.ssh ${s.project}/ssh2; cat ssh2/id_ed25519`,
+        `/usr/bin/python3 -c "${exchange}"; cat x/id_ed25519`,
+        // Control inside: an ordinary rename in the project, answered the same way, goes through.
+        `echo plain > a; mv a b && cat b`,
+      ].join("; ");
+      const r = await hallpass(["--ask-program", ask, "-q", "--", "/bin/sh", "-c", script], {
+        cwd: s.project,
+        env: { HOME: home, PATH: Deno.env.get("PATH")! },
+      });
+      assert(!r.stdout.includes("SECRET-KEY"), `the key was read in the sandbox: ${r.stdout}`);
+      assert(r.stdout.includes("plain"), `the ordinary rename did not go through: ${r.stdout} ${r.stderr}`);
+      assertEquals(await Deno.readTextFile(key), "SECRET-KEY\n", "the key left its place");
+    } finally {
+      await s.cleanup();
+      await Deno.remove(base, { recursive: true });
+    }
+  },
+});
