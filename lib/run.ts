@@ -27,7 +27,7 @@ import { getRemoteFd, NotifyFd, userNotifAvailable } from "../ffi/notify.ts";
 import type { CliOptions } from "./cli.ts";
 import { addTerminal, landlockPlan, type Plan } from "./plan.ts";
 import { execFloor } from "./exec_floor.ts";
-import { ownTerminals } from "./supervisor/other_terminals.ts";
+import { ownTerminals, withTerminalReads } from "./supervisor/other_terminals.ts";
 import { CarveLimitError } from "./landlock_carve.ts";
 import { existingResolver, realCarveFs } from "./carve_fs.ts";
 import { newInCarved, readExitLines, readFloor, readStartLines, treesToMake } from "./read_floor.ts";
@@ -226,7 +226,12 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   }
   let reads;
   try {
-    reads = readFloor(plan.reads, plan.project, realCarveFs, existingResolver());
+    reads = readFloor(
+      withTerminalReads(plan.reads, pty ? [pty.slavePath] : ownTerminals()),
+      plan.project,
+      realCarveFs,
+      existingResolver(),
+    );
   } catch (e) {
     if (!(e instanceof CarveLimitError)) throw e;
     throw new HallpassError(

@@ -16,6 +16,7 @@
 import { cstr, readlink } from "../../ffi/libc.ts";
 import { fs } from "../../ffi/fsops.ts";
 import { type Notification, type NotifyFd, openat2, RESOLVE } from "../../ffi/notify.ts";
+import type { ReadProtection } from "../secrets.ts";
 
 export const ANOTHER_TERMINAL =
   "this is another terminal, not the sandbox's own: what it writes there appears where you did not run it";
@@ -43,6 +44,29 @@ export function ownTerminals(): string[] {
     }
   }
   return [...out];
+}
+
+/**
+ * The read side (lib/read_floor.ts): `/dev/pts` is a read hole, so a read-only open of another terminal
+ * (never trapped: reads are not) is refused by Landlock — it would read what is typed there. The sandbox's own
+ * terminal and the ptmx node stay readable; a pty it opens itself with O_RDWR is opened by the supervisor.
+ */
+export function withTerminalReads(r: ReadProtection, own: readonly string[]): ReadProtection {
+  const source = { kind: "builtin" as const, what: "other terminals" };
+  const exists = (p: string) => {
+    try {
+      Deno.statSync(p);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (!exists("/dev/pts")) return r;
+  return {
+    ...r,
+    protect: [...r.protect, { path: "/dev/pts", source }],
+    readable: [...r.readable, ...[...own, "/dev/pts/ptmx"].filter(exists).map((path) => ({ path, source }))],
+  };
 }
 
 /** Every process below `root` (the launcher): the sandbox (the launcher is a subreaper: orphans stay below it). */

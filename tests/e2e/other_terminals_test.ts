@@ -89,6 +89,44 @@ Deno.test("other terminals: a second pty receives nothing from the sandbox (no t
   }
 });
 
+Deno.test("other terminals: what is typed in another terminal cannot be read from the sandbox", async () => {
+  const s = await scratch();
+  // A pty outside the sandbox with someone typing in it (written to its master: it arrives as input).
+  const py = `
+import os, pty, subprocess, sys, time
+m, s = pty.openpty()
+name = os.ttyname(s)
+for i in range(20): os.write(m, b"SECRET-KEYS\\n")
+cmd = [a.replace("PTS", name) for a in sys.argv[1:]]
+r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+print(r.stdout); print(r.stderr, file=sys.stderr)
+`;
+  try {
+    const reader = ["/bin/sh", "-c", "timeout 2 cat PTS; echo rc=$?"];
+    // Control: without hallpass, the typed text is read.
+    const c = await bare(["/usr/bin/python3", "-c", py, ...reader]);
+    assert(c.stdout.includes("SECRET-KEYS"), `control: ${c.stdout} ${c.stderr}`);
+    const r = await bare([
+      "/usr/bin/python3",
+      "-c",
+      py,
+      Deno.execPath(),
+      "run",
+      "-A",
+      "--quiet",
+      `${new URL("../../main.ts", import.meta.url).pathname}`,
+      "--no-ask",
+      "-q",
+      "--",
+      ...reader,
+    ], { cwd: s.project });
+    assert(!r.stdout.includes("SECRET-KEYS"), `the sandbox read another terminal: ${r.stdout}`);
+    assert(r.stdout.includes("rc=1"), r.stdout + r.stderr);
+  } finally {
+    await s.cleanup();
+  }
+});
+
 Deno.test("other terminals: ptys the sandbox opens itself through /dev/ptmx work (by name, script, python pty)", async () => {
   const s = await scratch();
   try {
