@@ -9,7 +9,7 @@
  * boundText("sh -c " + "x".repeat(100_000)); // "sh -c xxx…xxx… [100006 bytes, sha256 3f0a…]"
  * ```
  */
-import { createHash } from "node:crypto";
+import { Sha256 } from "../sha256.ts";
 
 /** Bytes of a sandbox-controlled text that are kept (the rest is counted and hashed). */
 export const TEXT_MAX = 1024;
@@ -34,7 +34,7 @@ export function boundText(text: string, max = TEXT_MAX): string {
 export function boundBytes(bytes: Uint8Array, max = TEXT_MAX): string {
   if (bytes.length <= max) return dec.decode(bytes);
   const head = dec.decode(bytes.subarray(0, max), { stream: true }); // a character cut at the end is left out
-  return head + cutNote(bytes.length, createHash("sha256").update(bytes).digest("hex"));
+  return head + cutNote(bytes.length, new Sha256().update(bytes).hex());
 }
 
 /**
@@ -53,7 +53,7 @@ export function readBounded(path: string, show: (kept: Uint8Array) => string, ma
     const buf = new Uint8Array(64 * 1024);
     const head = new Uint8Array(max);
     let kept = 0, total = 0;
-    let hash: ReturnType<typeof createHash> | null = null;
+    let hash: Sha256 | null = null;
     for (;;) {
       const n = f.readSync(buf);
       if (n === null || n === 0) break;
@@ -64,11 +64,11 @@ export function readBounded(path: string, show: (kept: Uint8Array) => string, ma
       total += n;
       if (hash !== null) hash.update(chunk);
       else if (total > max) {
-        hash = createHash("sha256").update(head.subarray(0, kept)).update(chunk.subarray(take));
+        hash = new Sha256().update(head.subarray(0, kept)).update(chunk.subarray(take));
       }
     }
     const text = show(head.subarray(0, kept));
-    return hash === null ? text : text + cutNote(total, hash.digest("hex"));
+    return hash === null ? text : text + cutNote(total, hash.hex());
   } catch {
     return null;
   } finally {
