@@ -169,6 +169,7 @@ Deno.test("replay: context per hallpass process, and disagreements listed", () =
   const r = replay(text, names);
   assert.equal(r.answers, 4);
   assert.deepEqual(r.byAnswer, { continue: 3, exec: 1 });
+  assert.equal(r.seen, 0);
   assert.equal(r.disagreements.length, 2);
   assert.match(r.disagreements[0], /openat \/p\/a: fast path continue, mediator perform/);
   assert.match(r.disagreements[1], /no context for hallpass 11/);

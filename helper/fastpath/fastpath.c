@@ -115,7 +115,8 @@ struct hp_fast {
 	 * HALLPASS_FASTPATH_RECORD=FILE: every answer given here is appended to FILE, one line each, for
 	 * tests/e2e/fast_replay_test.ts to replay through the TypeScript decision (lib/supervisor/fast_replay.ts):
 	 * "F <hallpass pid> <syscall nr> <answer> <path>[ <path>]" with tabs; answer: continue, perform, exec,
-	 * errno:N, net, bind, cwd. rec_path holds the canonical paths the current call was decided on.
+	 * errno:N, net, bind, cwd; and when the handle is freed, its counters (an "S" line). rec_path holds the
+	 * canonical paths the current call was decided on.
 	 */
 	int rec_fd;
 	int rec_n;
@@ -144,7 +145,14 @@ void hp_fast_free(void *p) {
 	clear_list(&h->files);
 	if (h->pidfd >= 0) close(h->pidfd);
 	if (h->last_dfd >= 0) close(h->last_dfd);
-	if (h->rec_fd >= 0) close(h->rec_fd);
+	if (h->rec_fd >= 0) {
+		/* the record's last line from this handle: what it saw ("S pid continued handed performed refused") */
+		char line[160];
+		int len = snprintf(line, sizeof line, "S\t%d\t%llu\t%llu\t%llu\t%llu\n", (int)getpid(), h->continued,
+		                   h->handed, h->emulated, h->refused);
+		if (len > 0 && (size_t)len < sizeof line && write(h->rec_fd, line, (size_t)len) < 0) { /* a test's record */ }
+		close(h->rec_fd);
+	}
 	free(h);
 }
 

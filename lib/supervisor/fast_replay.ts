@@ -8,6 +8,7 @@
  * Lines (tab-separated, one write each, several hallpass processes may share the file):
  *   C <hallpass pid> <JSON of RecordedContext>
  *   F <hallpass pid> <syscall nr> <answer> <canonical path>...
+ *   S <hallpass pid> <continued> <handed to the mediator> <performed> <refused>   (a fast path handle freed)
  * answers: continue, perform (chmod/chown/utimensat done by the fast path), exec (a program run), errno:N (an
  * exec of what is not there or cannot run), net (an IP connect or send performed), bind (a non-unix bind
  * continued), cwd (chdir/fchdir continued).
@@ -131,17 +132,23 @@ export interface ReplayResult {
   byAnswer: Record<string, number>;
   /** One line per answer the mediator would not have given. */
   disagreements: string[];
+  /** How many notifications the fast path saw (its counters, "S" lines): 0 when it never ran. */
+  seen: number;
 }
 
 /** Replays a record (see the module comment). `nrName`: the native architecture's syscall names by number. */
 export function replay(text: string, nrName: ReadonlyMap<number, string>): ReplayResult {
   const ctx = new Map<string, Decider>();
-  const out: ReplayResult = { answers: 0, byAnswer: {}, disagreements: [] };
+  const out: ReplayResult = { answers: 0, byAnswer: {}, disagreements: [], seen: 0 };
   for (const line of text.split("\n")) {
     if (!line) continue;
     const f = line.split("\t");
     if (f[0] === "C") {
       ctx.set(f[1], decider(JSON.parse(f.slice(2).join("\t"))));
+      continue;
+    }
+    if (f[0] === "S" && f.length === 6) {
+      out.seen += f.slice(2).reduce((a, n) => a + Number(n), 0);
       continue;
     }
     if (f[0] !== "F" || f.length < 4) {

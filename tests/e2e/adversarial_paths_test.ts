@@ -5,6 +5,10 @@
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { askProgram, compileHelper, exists, hallpass, readQuestions, scratch } from "./harness.ts";
+import { checkEngines, engineEnv, engines } from "./engine.ts";
+
+// Each engine with its own record: the last test checks which one answered (tests/e2e/engine.ts).
+const ENGINES = engines();
 
 const dir = (p: string) => p.slice(0, p.lastIndexOf("/"));
 
@@ -258,7 +262,7 @@ Deno.test("a project directory swapped for a symlink to outside while files are 
         s.outside,
       ], {
         cwd: s.project,
-        env: { HALLPASS_FAST_PATH: fast },
+        env: engineEnv(ENGINES, fast),
       });
       assertEquals(r.code, 0, r.stderr);
       const m = r.stdout.match(/ok=(\d+) err=(\d+) eacces=(\d+)/);
@@ -351,7 +355,7 @@ Deno.test("chmod, chown and utimensat while a thread swaps the fd number and the
         s.outside,
       ], {
         cwd: s.project,
-        env: { HALLPASS_FAST_PATH: fast },
+        env: engineEnv(ENGINES, fast),
       });
       assertEquals(r.code, 0, `fast=${fast}: ${r.stderr.slice(0, 800)}`);
       const m = r.stdout.match(/ok=(\d+) eacces=(\d+) other=(\d+) victim=(\d+),(\d+)/);
@@ -368,3 +372,5 @@ Deno.test("chmod, chown and utimensat while a thread swaps the fd number and the
     }
   }
 });
+
+checkEngines("adversarial_paths_test.ts", ENGINES);

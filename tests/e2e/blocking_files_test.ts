@@ -8,11 +8,10 @@
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { bare, compileHelper, exists, HALLPASS_ARGV, scratch } from "./harness.ts";
+import { checkEngines, engines } from "./engine.ts";
 
-const ENGINES: [string, Record<string, string>][] = [
-  ["fast path", {}],
-  ["mediator", { HALLPASS_FAST_PATH: "0" }],
-];
+// Each engine with its own record: the last test checks which one answered (tests/e2e/engine.ts).
+const ENGINES = engines();
 
 /** Starts hallpass (not waiting for it), with a deny rule inside the project so that project writes are performed. */
 function start(
@@ -129,3 +128,5 @@ for (const [engine, env] of ENGINES) {
     }
   });
 }
+
+checkEngines("blocking_files_test.ts", ENGINES);

@@ -5,6 +5,10 @@
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { askProgram, exists, hallpass, readQuestions, scratch } from "./harness.ts";
+import { checkEngines, engineEnv, engines } from "./engine.ts";
+
+// Each engine with its own record: the last test checks which one answered (tests/e2e/engine.ts).
+const ENGINES = engines();
 
 Deno.test("relative writes follow chdir and fchdir: outside the project they ask", async () => {
   for (const fast of ["1", "0"]) {
@@ -18,7 +22,7 @@ Deno.test("relative writes follow chdir and fchdir: outside the project they ask
         `open("in10", "w").close(); os.fchdir(d); open("out2", "w").write("w")'`;
       const r = await hallpass(["--ask-program", ask, "-q", "--", "/bin/sh", "-c", script], {
         cwd: s.project,
-        env: { HALLPASS_FAST_PATH: fast },
+        env: engineEnv(ENGINES, fast),
       });
       assertEquals(r.code, 0, `fast=${fast}: ${r.stderr}`);
       for (const f of ["in1", "in8", "in9", "in10"]) {
@@ -51,7 +55,7 @@ Deno.test("exec rules that touch system directories are decided as without the f
         `echo git=$?; /usr/bin/true; echo true=$?; /usr/bin/git --version >/dev/null; echo usrgit=$?`;
       const r = await hallpass(["--no-ask", "-q", "--rules", rules, "--", "/bin/sh", "-c", script], {
         cwd: s.project,
-        env: { HALLPASS_FAST_PATH: fast, PATH: "/usr/bin:/bin" },
+        env: { ...engineEnv(ENGINES, fast), PATH: "/usr/bin:/bin" },
       });
       assertEquals(r.code, 0, `fast=${fast}: ${r.stderr}`);
       // id: denied by its rule; git-core/git: writable by the rule, so @system does not allow it and --no-ask
@@ -73,7 +77,7 @@ Deno.test("exec through a symlink in the project to a system program, and of wha
         "/usr/bin/; echo dir=$?";
       const r = await hallpass(["--no-ask", "-q", "--", "/bin/sh", "-c", script], {
         cwd: s.project,
-        env: { HALLPASS_FAST_PATH: fast, PATH: "/usr/bin:/bin" },
+        env: { ...engineEnv(ENGINES, fast), PATH: "/usr/bin:/bin" },
       });
       assertEquals(
         r.stdout.trim().split("\n"),
@@ -87,3 +91,5 @@ Deno.test("exec through a symlink in the project to a system program, and of wha
     }
   }
 });
+
+checkEngines("fast_path_test.ts", ENGINES);

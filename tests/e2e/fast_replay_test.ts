@@ -13,9 +13,8 @@
 import { deepStrictEqual as assertEquals } from "node:assert/strict";
 import { DENO, hallpass, ROOT, scratch } from "./harness.ts";
 import { test, tool } from "../helpers/skip.ts";
-import { replay, type ReplayResult } from "../../lib/supervisor/fast_replay.ts";
-import { resolveSyscall } from "../../ffi/seccomp.ts";
-import { NEW_SYSCALL_NUMBERS, WRITE_CALLS } from "../../lib/syscall_table.ts";
+import type { ReplayResult } from "../../lib/supervisor/fast_replay.ts";
+import { assertAgrees, replayFile } from "./engine.ts";
 
 const LIB = `${ROOT}/build/libhallpass-fastpath.so`;
 const lib = (() => {
@@ -26,34 +25,6 @@ const lib = (() => {
     return { reason: `${LIB} is not built (make builds it)` };
   }
 })();
-
-/** The native architecture's syscall names by number, for the calls the fast path answers. */
-function syscallNames(): Map<number, string> {
-  const m = new Map<number, string>();
-  const names = [...WRITE_CALLS.map((c) => c.name), "execve", "execveat", "bind", "chdir", "fchdir"];
-  for (const n of [...names, "connect", "sendto"]) {
-    const nr = NEW_SYSCALL_NUMBERS[n] ?? resolveSyscall(n);
-    if (nr >= 0 && !m.has(nr)) m.set(nr, n);
-  }
-  return m;
-}
-
-async function replayFile(file: string): Promise<ReplayResult> {
-  let text = "";
-  try {
-    text = await Deno.readTextFile(file);
-  } catch { /* nothing recorded */ }
-  return replay(text, syscallNames());
-}
-
-function assertAgrees(r: ReplayResult, what: string): void {
-  if (r.disagreements.length > 0) {
-    throw new Error(
-      `${what}: ${r.disagreements.length} of ${r.answers} fast-path answers disagree with the decision:\n` +
-        r.disagreements.slice(0, 20).join("\n"),
-    );
-  }
-}
 
 interface Workload {
   name: string;

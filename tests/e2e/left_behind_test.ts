@@ -8,6 +8,10 @@
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { askProgram, bare, exists, hallpass, isRoot, readQuestions, scratch } from "./harness.ts";
+import { checkEngines, engineEnv, engines } from "./engine.ts";
+
+// Each engine with its own record: the last test checks which one answered (tests/e2e/engine.ts).
+const ENGINES = engines();
 
 const GIT_ENV = {
   GIT_AUTHOR_NAME: "t",
@@ -323,7 +327,7 @@ Deno.test("left behind: a thread swapping a project directory for a symlink to .
         `${s.outside}/m`,
       ], {
         cwd: s.project,
-        env: { HALLPASS_FAST_PATH: fast },
+        env: engineEnv(ENGINES, fast),
         timeoutMs: 120_000,
       });
       assertEquals(r.code, 0, r.stderr);
@@ -604,7 +608,7 @@ Deno.test("left behind: setuid/setgid bits, file capabilities and device nodes a
     try {
       const r = await hallpass(["--no-ask", "-q", "--", "/usr/bin/python3", "-c", PRIV], {
         cwd: s.project,
-        env: { HALLPASS_FAST_PATH: fast },
+        env: engineEnv(ENGINES, fast),
       });
       const got = results(r.stdout);
       for (
@@ -646,3 +650,5 @@ Deno.test("left behind: outside the project, an answer that allows the write sti
     await s.cleanup();
   }
 });
+
+checkEngines("left_behind_test.ts", ENGINES);

@@ -6,11 +6,10 @@
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { askProgram, bare, compileHelper, exists, hallpass, readQuestions, scratch } from "./harness.ts";
+import { checkEngines, engines } from "./engine.ts";
 
-const ENGINES: [string, Record<string, string>][] = [
-  ["fast path", {}],
-  ["mediator", { HALLPASS_FAST_PATH: "0" }],
-];
+// Each engine with its own record: the last test checks which one answered (tests/e2e/engine.ts).
+const ENGINES = engines();
 
 /** try_write operations ($O the outside directory, $P the project) and the errno the kernel gives. */
 const CASES: [string, string[], string][] = [
@@ -103,3 +102,5 @@ Deno.test("missing directory: the shell's `echo x > /tmp/nonexist/../narrow.txt`
     await s.cleanup();
   }
 });
+
+checkEngines("missing_dir_test.ts", ENGINES);

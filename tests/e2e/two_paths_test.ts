@@ -20,11 +20,10 @@ import {
   snapshot,
 } from "./harness.ts";
 import { step } from "../helpers/skip.ts";
+import { checkEngines, engines } from "./engine.ts";
 
-const ENGINES: [string, Record<string, string>][] = [
-  ["fast path", {}],
-  ["mediator", { HALLPASS_FAST_PATH: "0" }],
-];
+// Each engine with its own record: the last test checks which one answered (tests/e2e/engine.ts).
+const ENGINES = engines();
 
 /** Each attack: try_write operations ($P the project, $O the outside directory) that touch the outside. */
 const ATTACKS: [string, string[]][] = [
@@ -271,3 +270,5 @@ for (const [engine, env] of ENGINES) {
     );
   }
 }
+
+checkEngines("two_paths_test.ts", ENGINES);

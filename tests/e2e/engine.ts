@@ -1,0 +1,99 @@
+/**
+ * Which engine answered a run: the C fast path or the TypeScript mediator. With HALLPASS_FASTPATH_RECORD set,
+ * the fast path records every answer it gives and, at the end, how many notifications it saw
+ * (lib/supervisor/fast_replay.ts); a run meant for the fast path must show that it ran (else a missing library
+ * would make both runs of a pair the mediator, silently), a run with HALLPASS_FAST_PATH=0 must show nothing. Every recorded answer is also replayed through the
+ * mediator's decision, and any disagreement fails.
+ */
+import { replay, type ReplayResult } from "../../lib/supervisor/fast_replay.ts";
+import { resolveSyscall } from "../../ffi/seccomp.ts";
+import { NEW_SYSCALL_NUMBERS, WRITE_CALLS } from "../../lib/syscall_table.ts";
+
+/** The native architecture's syscall names by number, for the calls the fast path answers. */
+export function syscallNames(): Map<number, string> {
+  const m = new Map<number, string>();
+  const names = [...WRITE_CALLS.map((c) => c.name), "execve", "execveat", "bind", "chdir", "fchdir"];
+  for (const n of [...names, "connect", "sendto"]) {
+    const nr = NEW_SYSCALL_NUMBERS[n] ?? resolveSyscall(n);
+    if (nr >= 0 && !m.has(nr)) m.set(nr, n);
+  }
+  return m;
+}
+
+/** The record at `file` replayed (nothing recorded: no answers). */
+export async function replayFile(file: string): Promise<ReplayResult> {
+  let text = "";
+  try {
+    text = await Deno.readTextFile(file);
+  } catch { /* nothing recorded */ }
+  return replay(text, syscallNames());
+}
+
+/** Throws when an answer of the fast path is not the mediator's. */
+export function assertAgrees(r: ReplayResult, what: string): void {
+  if (r.disagreements.length > 0) {
+    throw new Error(
+      `${what}: ${r.disagreements.length} of ${r.answers} fast-path answers disagree with the decision:\n` +
+        r.disagreements.slice(0, 20).join("\n"),
+    );
+  }
+}
+
+export interface Engine {
+  /** Environment for the run: HALLPASS_FAST_PATH and the record. */
+  env: Record<string, string>;
+  /** After the run: the engine asked for answered, and every fast-path answer agrees with the decision. */
+  check(): Promise<ReplayResult>;
+}
+
+/** `fast`: "1"/true for the fast path, "0"/false for the mediator alone. */
+export async function engine(fast: string | boolean, what = ""): Promise<Engine> {
+  const on = fast === true || fast === "1";
+  const rec = await Deno.makeTempFile({ prefix: "hallpass-record-" });
+  return {
+    env: { HALLPASS_FAST_PATH: on ? "1" : "0", HALLPASS_FASTPATH_RECORD: rec },
+    async check() {
+      const r = await replayFile(rec);
+      await Deno.remove(rec).catch(() => {});
+      const name = `${what}${what ? " " : ""}(${on ? "fast path" : "mediator"})`;
+      // The fast path saw notifications (it answers some, hands the rest over: its counters say it ran).
+      if (on && r.seen === 0) throw new Error(`${name}: the fast path never ran (is its library built?)`);
+      if (!on && (r.seen > 0 || r.answers > 0)) {
+        throw new Error(`${name}: HALLPASS_FAST_PATH=0, yet the fast path ran`);
+      }
+      assertAgrees(r, name);
+      return r;
+    },
+  };
+}
+
+/**
+ * The two engines of a test file's pairs, each with its own record: `[name, env]`, the fast path's first.
+ * Call checkEngines() at the end of the file: it registers the file's last test, which asserts that each
+ * engine answered its runs.
+ */
+export function engines(): [string, Record<string, string>][] {
+  const dir = Deno.makeTempDirSync({ prefix: "hallpass-engines-" });
+  return [
+    ["fast path", { HALLPASS_FAST_PATH: "1", HALLPASS_FASTPATH_RECORD: `${dir}/fast` }],
+    ["mediator", { HALLPASS_FAST_PATH: "0", HALLPASS_FASTPATH_RECORD: `${dir}/mediator` }],
+  ];
+}
+
+/** Registers the test that checks the records of engines() (registered last: it runs after the pairs). */
+export function checkEngines(file: string, pair: [string, Record<string, string>][]): void {
+  Deno.test(`${file}: which engine answered (the fast path ran in its runs, not in the mediator's)`, async () => {
+    for (const [name, env] of pair) {
+      const r = await replayFile(env.HALLPASS_FASTPATH_RECORD);
+      await Deno.remove(env.HALLPASS_FASTPATH_RECORD).catch(() => {});
+      const on = env.HALLPASS_FAST_PATH === "1";
+      if (on && r.seen === 0) throw new Error(`${name}: the fast path never ran (is its library built?)`);
+      if (!on && (r.seen > 0 || r.answers > 0)) throw new Error(`${name}: HALLPASS_FAST_PATH=0, yet it ran`);
+      assertAgrees(r, `${file} (${name})`);
+    }
+  });
+}
+/** The env of engines() for a run with HALLPASS_FAST_PATH=`fast` ("1": the fast path, "0": the mediator). */
+export function engineEnv(pair: [string, Record<string, string>][], fast: string): Record<string, string> {
+  return pair[fast === "0" ? 1 : 0][1];
+}
