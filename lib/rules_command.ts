@@ -37,7 +37,8 @@ export function rulesCommand(args: string[], opts: CliOptions): number {
     throw new UsageError("usage: hallpass rules [write|exec|connect|read TARGET]");
   }
   if (args[0] === "read") {
-    for (const l of readVerdict(plan.reads, normalizePath(args[1], plan.cwd, plan.home), plan.home)) {
+    const floor = readFloor(plan.reads, plan.project, realCarveFs, existingResolver());
+    for (const l of readVerdict(plan.reads, normalizePath(args[1], plan.cwd, plan.home), plan.home, floor)) {
       console.log(l);
     }
     return 0;

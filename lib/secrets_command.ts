@@ -30,8 +30,23 @@ export function readRulesLines(rp: ReadProtection, home: string): string[] {
 }
 
 /** `hallpass rules read PATH`: readable or not, and by which rule. */
-export function readVerdict(rp: ReadProtection, path: string, home: string): string[] {
+export function readVerdict(
+  rp: ReadProtection,
+  path: string,
+  home: string,
+  notKept: { dropped: string[]; inProject: string[] } = { dropped: [], inProject: [] },
+): string[] {
   const p = protectionOf(rp, path);
+  if (p && (notKept.dropped.includes(p.path) || notKept.inProject.includes(p.path))) {
+    const why = notKept.dropped.includes(p.path)
+      ? "it lies below a directory everyone creates files in (such as /tmp)"
+      : "it lies in the project";
+    return [
+      `read ${path}: readable: protect ${tilde(p.path, home)} (${
+        formatSource(p.source)
+      }) is not kept, as ${why}`,
+    ];
+  }
   if (!p) {
     const r = rp.readable.find((x) => path === x.path || path.startsWith(x.path + "/"));
     const out = [`read ${path}: readable`];

@@ -283,3 +283,11 @@ Deno.test("built-in protections in the project are not kept (said at start); you
     "hallpass: files the sandbox creates directly in ~ cannot be read back in this session (a protected location is below it)",
   ]);
 });
+
+Deno.test("hallpass rules read PATH: a protection that is not kept says so", () => {
+  const rp = readProtection({ home: "/tmp/h", uid: 1000, env: noEnv, rules: [], list: () => undefined });
+  assert.deepEqual(readVerdict(rp, "/tmp/h/.ssh/id", "/tmp/h", { dropped: ["/tmp/h/.ssh"], inProject: [] }), [
+    "read /tmp/h/.ssh/id: readable: protect ~/.ssh (builtin: SSH keys) is not kept, as it lies below a directory everyone creates files in (such as /tmp)",
+  ]);
+  assert.equal(readVerdict(rp, "/tmp/h/.ssh/id", "/tmp/h")[0], "read /tmp/h/.ssh/id: unreadable (EACCES)");
+});
