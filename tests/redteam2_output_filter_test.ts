@@ -63,3 +63,19 @@ Deno.test("redteam2 output filter: a colour set with leading zeros is recorded (
   assert(f.paletteChanged, "an OSC 10/11 with leading zeros must be recorded");
   assert(f.paletteReset().includes("\x1b]110") && f.paletteReset().includes("\x1b]111"), f.paletteReset());
 });
+
+Deno.test("redteam2 output filter: DECUDK, DECDLD soft fonts and XTSETTCAP never pass; sixel and DECRQSS do", () => {
+  // xterm's user-defined keys: Shift-F6 would type "rm -rf ~" into the person's shell after hallpass.
+  const udk = "\x1bP1;1|17/726d202d7266207e0d\x1b\\";
+  const dld = "\x1bP1;1;1;10;0;2;20;0{ @??~^^~??/??~^^~??\x1b\\"; // a soft font (the bar drawn as other letters)
+  const tcap = "\x1bP+p6b63617074=726d\x1b\\";
+  for (
+    const [e, payload] of [[udk, "726d"], [dld, "~^^~"], [tcap, "726d"], ["\x1bP0;1|17/726d\x07", "726d"]]
+  ) {
+    neverPasses([e, "\xc2\x90" + e.slice(2)], payload);
+  }
+  for (const ok of ["\x1bP0;1;0q#0;2;0;0;0#0!10~\x1b\\", "\x1bP$qm\x1b\\", "\x1bP+q544e\x1b\\"]) {
+    const out = run(new OutputFilter(), ok);
+    if (out !== ok) throw new Error(JSON.stringify([ok, out]));
+  }
+});

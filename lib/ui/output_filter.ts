@@ -33,8 +33,19 @@ const MAX_OSC_DIGITS = 16;
  * transfer).
  */
 const DROP_OSC = new Set([52, 1337, 5113, 5522]);
-/** DCS strings decided by their start: a tmux passthrough (held and judged), kitty's remote control (removed). */
-const DCS_HEADS = ["tmux;", "@kitty-cmd"];
+/**
+ * DCS strings decided by their start: a tmux passthrough (held and judged); removed: kitty's remote control,
+ * xterm's XTSETTCAP (`+p`), and, after up to 64 parameter bytes, DECUDK (`Pc;Pl |`: keys the person presses later
+ * would type the program's text into the shell outside) and DECDLD (`… {`: a soft font could draw the bar's text
+ * as other letters).
+ */
+const DCS_HEADS = ["tmux;", "@kitty-cmd", "+p"];
+function dcsHeadGrows(body: string): boolean {
+  return DCS_HEADS.some((h) => h.startsWith(body)) || /^[0-9;]{0,64}[|{]?$/.test(body);
+}
+function dcsDropped(body: string): boolean {
+  return body === "@kitty-cmd" || body === "+p" || /[|{]$/.test(body) || body.length > 64;
+}
 /** What a held tmux passthrough must not carry (its ESCs are doubled; C1 forms too). */
 // deno-lint-ignore no-control-regex
 const PASSTHROUGH_DROP = /(?:\x1b\]|\xc2\x9d)0*(?:52|1337|5113|5522)(?!\d)|(?:\x1bP|\xc2\x90)@kitty-cmd/;
@@ -122,7 +133,7 @@ export class OutputFilter {
         if (
           st.kind === "osc"
             ? b >= 0x30 && b <= 0x39 && body.length < MAX_OSC_DIGITS
-            : DCS_HEADS.some((h) => h.startsWith(body + String.fromCharCode(b)))
+            : !/[|{]$/.test(body) && dcsHeadGrows(body + String.fromCharCode(b))
         ) {
           st.bytes.push(b);
           i++;
@@ -139,7 +150,7 @@ export class OutputFilter {
             this.#st = { s: "pass", record: paletteOsc(num) ? [...st.bytes] : null };
           }
         } else if (body === "tmux;") this.#st = { s: "hold", bytes: [...st.bytes] };
-        else if (body === "@kitty-cmd") this.#st = { s: "drop" };
+        else if (dcsDropped(body)) this.#st = { s: "drop" };
         else {
           parts.push(Uint8Array.from(st.bytes));
           this.#st = { s: "pass", record: null };
