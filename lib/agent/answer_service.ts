@@ -870,7 +870,10 @@ select { font: inherit; max-width: 100%; }
       b.addEventListener("click", () => answer(q, c, kind, scope, dur));
       keys.appendChild(b);
     };
-    button("once", "allow once");
+    // A hallpass-request is granted as asked (its for=, else the session): the button says so.
+    const asked = q.syscall !== "request" ? "allow once"
+      : q.requestedForMs ? "allow for " + Math.round(q.requestedForMs / 1000) + "s" : "allow for the session";
+    button("once", asked);
     button("for", "allow for");
     keys.appendChild(dur);
     button("always", "always");

@@ -110,7 +110,14 @@ export function layout(state: BarState, cols: number): string[] {
     SCOPE_LABEL + truncateMiddle(visible(currentScope(state)), Math.max(w - displayWidth(SCOPE_LABEL), 1)),
   );
   if (state.help) lines.push(...pack(HELP_ITEMS, w));
-  const allow = `[o] allow once  [t] for ${formatDuration(state.forMs)}  [a] always`;
+  // A hallpass-request is not one operation: [o] grants it as asked, for its for= or the rest of the session
+  // (docs/request-protocol.md); the key says so rather than "once".
+  const once = q.syscall === "request"
+    ? `[o] allow ${
+      q.requestedForMs !== undefined ? `for ${formatDuration(q.requestedForMs)}` : "for the session"
+    }`
+    : "[o] allow once";
+  const allow = `${once}  [t] for ${formatDuration(state.forMs)}  [a] always`;
   let refuse = `[d] deny  [n] never  [?] ${state.help ? "hide help" : "help"}`;
   if ((state.sameProcessQueued ?? 0) > 0) refuse += `  [D] deny all from pid ${q.pid}`;
   // Below 60 columns the keys take two lines instead of being cut.

@@ -143,7 +143,7 @@ export async function runSession(o: SessionOptions): Promise<Session> {
   try {
     while (rc === undefined) {
       const s = await t.screen();
-      if (s.includes("[o] allow once")) {
+      if (s.includes("[o] allow ")) {
         await Tmux.pastArmDelay();
         const shown = await t.screen();
         o.onBar?.(shown);
@@ -151,7 +151,7 @@ export async function runSession(o: SessionOptions): Promise<Session> {
         questions.push(bar.slice(0, 2).join(" "));
         await t.keys(answers.shift() ?? "d");
         await t.waitFor(
-          (x) => Tmux.bar(x).join("\n") !== bar.join("\n") || !x.includes("[o] allow once"),
+          (x) => Tmux.bar(x).join("\n") !== bar.join("\n") || !x.includes("[o] allow "),
           "the answer",
           5000,
         )

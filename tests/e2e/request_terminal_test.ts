@@ -32,13 +32,13 @@ hp --allow-exec ${
       assert(/^hallpass: \/\S*\/hallpass-request \(pid \d+\) wants to write$/.test(bar[0]), s);
       assert(s.includes(`reason (the program's words): "npm install fills its cache"`), s);
       assert(bar.includes(`${t.dir}/outside/**`), s);
-      assert(s.includes("[o] allow once"), s);
+      assert(s.includes("[o] allow for the session"), s); // what [o] grants a request, not "once"
       await t.keys("o");
       const after = await t.waitText(/^rc2=\d+$/m);
       assert(/^rc1=0$/m.test(after), after);
       assert(/^w=ok$/m.test(after), after);
       assert(/^rc2=1$/m.test(after), after);
-      assert(!after.includes("[o] allow once"), "no second question");
+      assert(!after.includes("[o] allow "), "no second question");
       assertEquals(await t.waitExit(), 0);
       assertEquals(await Deno.readTextFile(`${t.dir}/outside/f`), "x\n");
     },

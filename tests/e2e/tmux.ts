@@ -209,7 +209,7 @@ export class Tmux {
 
   /** Waits until the bar is up (the keys line), then past the bar's arm delay, so that a key answers it. */
   async waitBar(timeoutMs?: number): Promise<string> {
-    const s = await this.waitText("[o] allow once", timeoutMs);
+    const s = await this.waitText("[o] allow ", timeoutMs);
     await Tmux.pastArmDelay();
     return s;
   }
@@ -225,7 +225,7 @@ export class Tmux {
 
   /** Waits until the bar is gone. */
   waitNoBar(timeoutMs?: number): Promise<string> {
-    return this.waitFor((s) => !s.includes("[o] allow once"), "the bar to close", timeoutMs);
+    return this.waitFor((s) => !s.includes("[o] allow "), "the bar to close", timeoutMs);
   }
 
   /** The bar's lines as shown (the bottom rows from `hallpass: … wants to`). */
