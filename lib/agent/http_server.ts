@@ -5,7 +5,9 @@
  *
  * Threat model: every byte from a connection is hostile until the handler has authenticated it.
  * * Connections are bounded in all ({@linkcode HttpLimits.maxConnections}) and per peer address; beyond, a new one
- *   is closed at once.
+ *   is closed at once, except that when all are taken a connection still sending its head, of the peer
+ *   holding the most, is closed to make room (many addresses each within the per-peer bound must not keep a
+ *   person out).
  * * The request head must arrive whole within `headerTimeoutMs` and is at most `maxHeaderBytes`; the body (only
  *   with Content-Length, at most `maxBody`) within `bodyTimeoutMs`; the response must be taken within
  *   `writeTimeoutMs`. One request a connection (`connection: close`): nothing idles.
@@ -196,6 +198,8 @@ export class HttpServer {
   readonly #warn: (line: string) => void;
   readonly #open = new Set<Deno.Conn>();
   readonly #perPeer = new Map<string, number>();
+  /** Connections still reading their head (nothing authenticated yet), oldest first, with their peer. */
+  readonly #inHead = new Map<Deno.Conn, string>();
   #closed = false;
   #lastWarn = 0;
   readonly finished: Promise<void>;
@@ -265,6 +269,18 @@ export class HttpServer {
       }
       const peer = (conn.remoteAddr as Deno.NetAddr).hostname ?? "?";
       const fromPeer = this.#perPeer.get(peer) ?? 0;
+      if (this.#open.size >= this.#limits.maxConnections && fromPeer < this.#limits.maxPerPeer) {
+        // Full: a connection still in its head makes room — the oldest of the peer holding the most, and only
+        // a peer holding more than the new one's (slow heads from many addresses must not keep a person out;
+        // a head sent at once is past this point in a moment).
+        let victim: Deno.Conn | undefined;
+        let most = fromPeer;
+        for (const [c, p] of this.#inHead) {
+          const n = this.#perPeer.get(p) ?? 0;
+          if (n > most) [victim, most] = [c, n];
+        }
+        if (victim !== undefined) this.#closeConn(victim);
+      }
       if (this.#open.size >= this.#limits.maxConnections || fromPeer >= this.#limits.maxPerPeer) {
         this.#warnSometimes(
           `hallpass agent: answer service: connection limit reached (${this.#open.size} open, ${fromPeer} from ${peer}); refusing new ones`,
@@ -286,6 +302,7 @@ export class HttpServer {
   }
 
   #closeConn(conn: Deno.Conn): void {
+    this.#inHead.delete(conn);
     if (!this.#open.delete(conn)) return;
     try {
       conn.close();
@@ -306,11 +323,12 @@ export class HttpServer {
     let res: Response;
     let head = false;
     try {
+      this.#inHead.set(conn, peer);
       const got = await this.#within(
         conn,
         this.#limits.headerTimeoutMs,
         readHead(conn, this.#limits.maxHeaderBytes),
-      );
+      ).finally(() => this.#inHead.delete(conn));
       const h = parseHead(got.head);
       head = h.method === "HEAD";
       if (h.length !== "chunked" && h.length > this.#limits.maxBody) {
