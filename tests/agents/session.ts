@@ -181,7 +181,7 @@ export async function runSession(o: SessionOptions): Promise<Session> {
     denied: log.filter((l) => l.decision === "deny"),
     outside: log.filter((l) =>
       l.op === "connect" && /^(tcp|udp):/.test(l.target) && !l.target.startsWith(`tcp:127.0.0.1:${srv.port}`)
-    ).map((l) => `${l.target} (${l.decision})`),
+    ).map((l) => JSON.stringify(l)), // the whole line: which process, which syscall, who decided
     close,
   };
 }
