@@ -250,6 +250,7 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
     home,
     xdgConfig: xdgConfig && xdgConfig.startsWith("/") ? xdgConfig : undefined,
     rulesFiles: o.rulesFiles.map((f) => f.startsWith("/") ? f : `${cwd}/${f}`),
+    logFile: o.logPath ? (o.logPath.startsWith("/") ? o.logPath : `${cwd}/${o.logPath}`) : undefined,
   }, realProtectFs);
   const carvedFloor = carveFloor(floor, [
     ...holesOf(prot, isDir),

@@ -24,6 +24,7 @@ export interface ProtectedPath {
 export const GIT_REASON = "git runs this outside the sandbox";
 export const HALLPASS_REASON = "hallpass's own rules for this project: the next session obeys them";
 export const RULES_FILE_REASON = "a rules file hallpass reads at start";
+export const LOG_REASON = "hallpass's log of its decisions (--log)";
 
 /** What {@link findProtectedPaths} reads; injected so that the discovery is a unit test. */
 export interface ProtectFs {
@@ -124,6 +125,8 @@ export interface FindOptions {
   xdgConfig?: string;
   /** `--rules` files (absolute): protected when they lie where the sandbox may write. */
   rulesFiles?: string[];
+  /** The `--log` file (absolute): the sandbox must not rewrite the record of what it did. */
+  logFile?: string;
 }
 
 /**
@@ -134,7 +137,7 @@ export interface FindOptions {
  * would point git at hooks of the sandbox's choosing) and its `HEAD` (a bare repository's mark); every
  * submodule's `.git` file; the directory
  * `core.hooksPath` names; the person's own git configuration (`~/.gitconfig`, `~/.config/git/config`); the
- * project's `.hallpass/**`; `--rules` files. Paths are canonical.
+ * project's `.hallpass/**`; `--rules` files; the `--log` file. Paths are canonical.
  */
 export function findProtectedPaths(o: FindOptions, fs: ProtectFs): ProtectedPath[] {
   const out: ProtectedPath[] = [];
@@ -220,6 +223,12 @@ export function findProtectedPaths(o: FindOptions, fs: ProtectFs): ProtectedPath
 
   add("tree", `${project}/.hallpass`, HALLPASS_REASON);
   for (const f of o.rulesFiles ?? []) add("exact", fs.real(f), RULES_FILE_REASON);
+  if (o.logFile) {
+    // A regular file (or one still to be made), never a terminal or /dev/stderr named as the log.
+    const real = fs.real(o.logFile);
+    const k = fs.kind(real);
+    if (k === undefined || k === "file") add("exact", real, LOG_REASON);
+  }
   return out;
 }
 

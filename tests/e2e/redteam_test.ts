@@ -202,3 +202,39 @@ test({
     }
   },
 });
+
+/**
+ * The record of what the sandbox did, rewritten by it: with `--log` in the project, the sandbox truncated the
+ * log and appended a forged line. Judged from the log's contents outside afterwards.
+ */
+for (const fast of ["1", "0"]) {
+  test({
+    name: `a --log file in the project cannot be rewritten by the sandbox (fast path ${fast})`,
+    async fn() {
+      const s = await scratch();
+      try {
+        const log = `${s.project}/hallpass.log`;
+        const script = [
+          `echo x > ${s.outside}/denied`, // something to log
+          `: > ${log}`,
+          `printf '{"f\\157rged":true}\\n' >> ${log}`, // the word is not in the command line the log shows
+          `mv ${log} ${s.project}/gone.log`,
+          `rm -f ${log}`,
+          "true",
+        ].join("; ");
+        const r = await hallpass(["--no-ask", "-q", "--log", log, "--", "/bin/sh", "-c", script], {
+          cwd: s.project,
+          env: { HALLPASS_FAST_PATH: fast },
+        });
+        const text = await Deno.readTextFile(log);
+        assert(!text.includes("forged"), `a forged line in the log: ${text}`);
+        assert(
+          text.includes(`${s.outside}/denied`),
+          `the denial is no longer in the log: ${text} ${r.stderr}`,
+        );
+      } finally {
+        await s.cleanup();
+      }
+    },
+  });
+}
