@@ -10,7 +10,7 @@ import { newGroupTable } from "../lib/exec_groups.ts";
 import type { PathScope, Rule } from "../lib/types.ts";
 import { WRITE_CALLS } from "../lib/syscall_table.ts";
 import { taintedFloor } from "../lib/supervisor/fast_roots.ts";
-import { inFloor, type Verdict, writeAnswer, writeVerdict } from "../lib/supervisor/decide.ts";
+import { execVerdict, inFloor, type Verdict, writeAnswer, writeVerdict } from "../lib/supervisor/decide.ts";
 import { mediatorAnswer, replay } from "../lib/supervisor/fast_replay.ts";
 import type { ProtectedPath } from "../lib/protected_paths.ts";
 
@@ -173,4 +173,31 @@ Deno.test("replay: context per hallpass process, and disagreements listed", () =
   assert.equal(r.disagreements.length, 2);
   assert.match(r.disagreements[0], /openat \/p\/a: fast path continue, mediator perform/);
   assert.match(r.disagreements[1], /no context for hallpass 11/);
+});
+
+Deno.test("execVerdict: every verdict, scripts decided on their interpreters, anonymous programs ask", () => {
+  const { policy } = ctx();
+  const interp: Record<string, string> = {
+    "/usr/bin/s1": "/usr/bin/python3", // allowed interpreter
+    "/usr/bin/s2": "/opt/py", // an interpreter no rule allows
+    "/usr/bin/s3": "/usr/bin/rm", // a denied interpreter
+    "/usr/bin/s4": "/usr/bin/s1", // two levels
+  };
+  const of = (p: string) => interp[p] ?? null;
+  const table: [string, boolean, string][] = [
+    ["/usr/bin/git", false, "allow /usr/bin/git"],
+    ["/usr/bin/rm", false, "deny /usr/bin/rm"],
+    ["/opt/tool", false, "ask /opt/tool"],
+    ["anon:/memfd:x (deleted)", true, "ask anon:/memfd:x (deleted)"],
+    ["/usr/bin/s1", false, "allow /usr/bin/s1"],
+    ["/usr/bin/s2", false, "ask /opt/py"],
+    ["/usr/bin/s3", false, "deny /usr/bin/rm"],
+    ["/usr/bin/s4", false, "allow /usr/bin/s4"],
+  ];
+  for (const [target, anon, want] of table) {
+    const v = execVerdict(policy, target, anon, of);
+    assert.equal(`${v.effect} ${v.at}`, want, target);
+  }
+  const loader = execVerdict(policy, "/usr/lib64/ld-linux-x86-64.so.2", false, of);
+  assert.deepEqual(loader, { effect: "deny", at: "/usr/lib64/ld-linux-x86-64.so.2", loader: true });
 });

@@ -10,6 +10,7 @@ import { scopeCovers } from "../path_scope.ts";
 import type { PathScope } from "../types.ts";
 import { protectedHit, type ProtectedPath } from "../protected_paths.ts";
 import type { WriteCall } from "../syscall_table.ts";
+import { isDynamicLoader } from "../loader.ts";
 
 /**
  * floor: allowed, and Landlock lets the sandbox make it itself (a CONTINUE is safe for a call it covers);
@@ -83,4 +84,40 @@ export function writeAnswer(call: WriteCall, verdicts: readonly Verdict[], fdFor
   if (verdicts.includes("deny")) return "deny";
   if (verdicts.includes("ask")) return "ask";
   return call.landlock && !fdForm && verdicts.every((v) => v === "floor") ? "continue" : "perform";
+}
+
+/** The verdict on an exec: `at` is the program it is about (the script's interpreter when that decided). */
+export interface ExecVerdict {
+  effect: "allow" | "deny" | "ask";
+  at: string;
+  /** Denied as the dynamic loader run as a program (lib/loader.ts): said why. */
+  loader?: boolean;
+}
+
+/**
+ * The verdict on running `target` (canonical; `anon`: a memfd or deleted file, which no rule can name: it
+ * asks). An allowed script is decided on its `#!` interpreter too, up to the kernel's 4 levels, so an allowed
+ * script cannot start a program that would have asked. `interpreterOf` reads a file's `#!` interpreter,
+ * canonical (null: not a script).
+ */
+export function execVerdict(
+  policy: Policy,
+  target: string,
+  anon: boolean,
+  interpreterOf: (path: string) => string | null,
+  now = Date.now(),
+): ExecVerdict {
+  const d = !anon && target.startsWith("/") ? policy.decide("exec", target, now).effect : "ask";
+  if (d === "allow" && !anon) {
+    let script = target;
+    for (let level = 0; level < 4; level++) {
+      const interp = interpreterOf(script);
+      if (interp === null) break;
+      const di = policy.decide("exec", interp, now).effect;
+      if (di !== "allow") return { effect: di, at: interp };
+      script = interp;
+    }
+  }
+  if (d === "deny" && !anon && isDynamicLoader(target)) return { effect: "deny", at: target, loader: true };
+  return { effect: d, at: target };
 }

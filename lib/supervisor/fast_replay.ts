@@ -17,12 +17,11 @@
  */
 import { Policy } from "../policy.ts";
 import { lookupInPath } from "../path_lookup.ts";
-import { isDynamicLoader } from "../loader.ts";
 import type { PathScope, Rule } from "../types.ts";
 import type { ProtectedPath } from "../protected_paths.ts";
 import { WRITE_CALLS } from "../syscall_table.ts";
 import { taintedFloor } from "./fast_roots.ts";
-import { inFloor, writeAnswer, type WriteContext, writeVerdict } from "./decide.ts";
+import { execVerdict, inFloor, writeAnswer, type WriteContext, writeVerdict } from "./decide.ts";
 
 /** What the fast path's decisions are replayed against: the parts of the session config the decision reads. */
 export interface RecordedContext {
@@ -101,11 +100,9 @@ export function mediatorAnswer(
       if (syscall !== "execve") return `${syscall} is not execve`;
       if (!d.mediate.exec) return "exec"; // every exec is continued
       if (paths.length < 1) return "no program";
-      for (const p of paths) {
-        const e = d.policy.decide("exec", p, Date.now()).effect;
-        if (e !== "allow") return `${e} (exec ${p})`;
-        if (isDynamicLoader(p)) return `deny (the dynamic loader ${p})`;
-      }
+      // The fast path recorded the program and, for a script, its interpreter (one level; deeper: the mediator).
+      const v = execVerdict(d.policy, paths[0], false, (p) => (p === paths[0] ? paths[1] ?? null : null));
+      if (v.effect !== "allow") return `${v.effect} (exec ${v.at})`;
       return "exec";
     }
   }

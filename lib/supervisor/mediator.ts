@@ -49,11 +49,10 @@ import { type ConnectTarget, formatTarget, suggestDestScopes } from "../connect_
 import { isLoopback, netVerdict } from "../socket_policy.ts";
 import { RequestHandler } from "./requests.ts";
 import { otherProcessPath, SysCalls } from "./sys_calls.ts";
-import { isDynamicLoader } from "../loader.ts";
 import { formatScope } from "../path_scope.ts";
 import { protectedHit, type ProtectedPath } from "../protected_paths.ts";
 import { privilegedRefusal, privilegedXattr } from "../privileged_bits.ts";
-import { inFloor, type Verdict, writeVerdict } from "./decide.ts";
+import { execVerdict, inFloor, type Verdict, writeVerdict } from "./decide.ts";
 import { recordContext } from "./fast_replay.ts";
 import { ANOTHER_TERMINAL, isPtyPath, isTerminalPath, openOwnPty } from "./other_terminals.ts";
 import { carvedCreateNotice } from "../read_floor.ts";
@@ -1499,9 +1498,7 @@ export class Mediator {
       if (err) return this.#fail(n, err);
     }
     if (!this.#nfd.idValid(n.id)) return;
-    const d = target.startsWith("/")
-      ? this.policy.decide("exec", target, Date.now())
-      : { effect: "ask" as const };
+    const v = execVerdict(this.policy, target, r.kind === "anon", (s) => shebang(s, n.tid));
     const p: Pending = {
       n,
       op: "exec",
@@ -1512,31 +1509,16 @@ export class Mediator {
       execAt: at,
       qid: 0,
     };
-    if (d.effect === "allow" && r.kind === "path") {
-      // A script: the kernel runs its #! interpreter without another execve. Decide on that too, so an allowed
-      // script cannot start a program that would have asked (up to the kernel's 4 levels).
-      let script = target;
-      for (let level = 0; level < 4; level++) {
-        const interp = shebang(script, n.tid);
-        if (interp === null) break;
-        const di = this.policy.decide("exec", interp, Date.now());
-        if (di.effect === "allow") {
-          script = interp;
-          continue;
-        }
-        p.targets = [{ path: interp, anon: false }];
-        if (di.effect === "deny") return this.#deny(n, at ? "execveat" : "execve", interp, "exec", "rule");
-        return this.#ask(p, interp, at ? "execveat" : "execve");
-      }
-    }
-    if (d.effect === "allow") return this.#allow(p, false, "rule");
-    if (d.effect === "deny" && r.kind === "path" && isDynamicLoader(target)) {
+    const syscall = at ? "execveat" : "execve";
+    if (v.at !== target) p.targets = [{ path: v.at, anon: false }]; // a script's interpreter decided
+    if (v.effect === "allow") return this.#allow(p, false, "rule");
+    if (v.loader) {
       // Say why: the loader would run its first argument, which no exec decision sees (lib/loader.ts).
       const shown = `${target} (the dynamic loader as a program: allowed only by a rule naming it)`;
-      return this.#deny(n, at ? "execveat" : "execve", shown, "exec", "rule", target);
+      return this.#deny(n, syscall, shown, "exec", "rule", target);
     }
-    if (d.effect === "deny") return this.#deny(n, at ? "execveat" : "execve", target, "exec", "rule");
-    this.#ask(p, target, at ? "execveat" : "execve");
+    if (v.effect === "deny") return this.#deny(n, syscall, v.at, "exec", "rule");
+    return this.#ask(p, v.at, syscall);
   }
 
   /** Answers a request made with hallpass-request. */
