@@ -251,6 +251,7 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
     xdgConfig: xdgConfig && xdgConfig.startsWith("/") ? xdgConfig : undefined,
     rulesFiles: o.rulesFiles.map((f) => f.startsWith("/") ? f : `${cwd}/${f}`),
     logFile: o.logPath ? (o.logPath.startsWith("/") ? o.logPath : `${cwd}/${o.logPath}`) : undefined,
+    askProgramFiles: o.askProgram ? askProgramFiles(o.askProgram, pathEnv, cwd) : [],
   }, realProtectFs);
   const carvedFloor = carveFloor(floor, [
     ...holesOf(prot, isDir),
@@ -381,6 +382,25 @@ export class CommandError extends Error {
 }
 
 /** Finds the program as a shell would: a name in $PATH, or a path. 127 not found, 126 not executable. */
+/**
+ * The files an `--ask-program` command line (run by `sh -c` in hallpass's directory) names: its program (looked
+ * up in $PATH when it has no slash) and every word with a slash (`python3 ./approve.py`). Existing or not;
+ * lib/protected_paths.ts keeps the regular files.
+ */
+export function askProgramFiles(command: string, pathEnv: string, cwd: string): string[] {
+  const words = command.trim().split(/\s+/).filter((w) => w !== "");
+  const out: string[] = [];
+  words.forEach((w, i) => {
+    const bare = w.replace(/^['"]|['"]$/g, "");
+    if (bare.includes("/")) out.push(bare.startsWith("/") ? bare : `${cwd}/${bare}`);
+    else if (i === 0) {
+      const found = lookupInPath(bare, pathEnv);
+      if (found) out.push(found.startsWith("/") ? found : `${cwd}/${found}`);
+    }
+  });
+  return out;
+}
+
 export function resolveCommand(name: string, pathEnv: string, cwd: string): string {
   const check = (p: string): string => {
     let st;

@@ -25,6 +25,7 @@ export const GIT_REASON = "git runs this outside the sandbox";
 export const HALLPASS_REASON = "hallpass's own rules for this project: the next session obeys them";
 export const RULES_FILE_REASON = "a rules file hallpass reads at start";
 export const LOG_REASON = "hallpass's log of its decisions (--log)";
+export const ASK_PROGRAM_REASON = "hallpass runs it outside the sandbox to answer questions (--ask-program)";
 
 /** What {@link findProtectedPaths} reads; injected so that the discovery is a unit test. */
 export interface ProtectFs {
@@ -127,6 +128,8 @@ export interface FindOptions {
   rulesFiles?: string[];
   /** The `--log` file (absolute): the sandbox must not rewrite the record of what it did. */
   logFile?: string;
+  /** The files `--ask-program` runs (absolute): rewritten, they would answer the sandbox's own questions. */
+  askProgramFiles?: string[];
 }
 
 /**
@@ -137,7 +140,8 @@ export interface FindOptions {
  * would point git at hooks of the sandbox's choosing) and its `HEAD` (a bare repository's mark); every
  * submodule's `.git` file; the directory
  * `core.hooksPath` names; the person's own git configuration (`~/.gitconfig`, `~/.config/git/config`); the
- * project's `.hallpass/**`; `--rules` files; the `--log` file. Paths are canonical.
+ * project's `.hallpass/**`; `--rules` files; the `--log` file; the files `--ask-program` runs. Paths are
+ * canonical.
  */
 export function findProtectedPaths(o: FindOptions, fs: ProtectFs): ProtectedPath[] {
   const out: ProtectedPath[] = [];
@@ -228,6 +232,10 @@ export function findProtectedPaths(o: FindOptions, fs: ProtectFs): ProtectedPath
     const real = fs.real(o.logFile);
     const k = fs.kind(real);
     if (k === undefined || k === "file") add("exact", real, LOG_REASON);
+  }
+  for (const f of o.askProgramFiles ?? []) {
+    const real = fs.real(f);
+    if (fs.kind(real) === "file") add("exact", real, ASK_PROGRAM_REASON);
   }
   return out;
 }

@@ -238,3 +238,34 @@ for (const fast of ["1", "0"]) {
     },
   });
 }
+
+/**
+ * An `--ask-program` in the project, rewritten by the sandbox, answered the sandbox's own questions: it wrote
+ * outside. Judged by the file outside and the ask program's contents afterwards.
+ */
+for (const how of ["rewrite", "rename over"]) {
+  test({
+    name: `an --ask-program in the project cannot be replaced by the sandbox (${how})`,
+    async fn() {
+      const s = await scratch();
+      try {
+        const ask = `${s.project}/ask.sh`;
+        const original = "#!/bin/sh\ncat >/dev/null\necho deny\n";
+        await Deno.writeTextFile(ask, original);
+        await Deno.chmod(ask, 0o755);
+        const evil = `printf '#!/bin/sh\\ncat >/dev/null\\necho always\\n'`;
+        const replace = how === "rewrite"
+          ? `${evil} > ${ask}`
+          : `${evil} > e.sh; chmod +x e.sh; mv e.sh ${ask}`;
+        const r = await hallpass(
+          ["--ask-program", "./ask.sh", "-q", "--", "/bin/sh", "-c", `${replace}; echo x > ${s.outside}/f`],
+          { cwd: s.project },
+        );
+        assertEquals(await Deno.readTextFile(ask), original, `the ask program was replaced: ${r.stderr}`);
+        assert(!(await exists(`${s.outside}/f`)), `the write outside went through: ${r.stderr}`);
+      } finally {
+        await s.cleanup();
+      }
+    },
+  });
+}
