@@ -31,6 +31,8 @@ export interface CliOptions {
   keepFds?: boolean;
   /** `--allow-keyring`: add_key, keyctl, request_key go through (refused by default: docs/threat-model.md). */
   allowKeyring?: boolean;
+  /** `--allow-privileged-files`: setuid/setgid bits, file capabilities, device nodes (docs/threat-model.md). */
+  allowPrivilegedFiles?: boolean;
   command: string[];
 }
 
@@ -67,6 +69,9 @@ options:
   --no-ask               never show a prompt: what would ask is denied (default without a terminal)
   --fail-on-deny         exit 123 when the command succeeded but something was denied (CI; docs/ci.md)
   --allow-keyring        let the program use the kernel keyrings (add_key, keyctl; refused by default)
+  --allow-privileged-files
+                         let the program set setuid/setgid bits and file capabilities and make device
+                         nodes where it may write (refused by default: they would act later with more rights)
   --ask-program PROG     questions go to PROG (JSON on stdin, one answer line back)
   --agent NAME           add the recipe for a known agent CLI (hallpass --agents lists them)
   --ask-timeout DURATION an unanswered question is denied after DURATION
@@ -104,6 +109,7 @@ const FLAGS = new Set([
   "--help",
   "--agents",
   "--allow-keyring",
+  "--allow-privileged-files",
 ]);
 
 export function parseCommandLine(argv: string[]): Invocation {
@@ -140,6 +146,7 @@ export function parseCommandLine(argv: string[]): Invocation {
       if (name === "--no-ask") o.noAsk = true;
       if (name === "--fail-on-deny") o.failOnDeny = true;
       if (name === "--allow-keyring") o.allowKeyring = true;
+      if (name === "--allow-privileged-files") o.allowPrivilegedFiles = true;
       if (name === "-q" || name === "--quiet") o.quiet = true;
       if (name === "--keep-fds") o.keepFds = true;
       continue;

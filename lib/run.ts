@@ -320,6 +320,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     mediate: { exec: opts.mediate.exec, connect: opts.mediate.connect },
     noAsk: backend instanceof NoAsk,
     allowKeyring: opts.allowKeyring === true,
+    allowPrivilegedFiles: opts.allowPrivilegedFiles === true,
     pathEnv: plan.pathEnv,
     logPath: opts.logPath ?? null,
     umask: userUmask,

@@ -70,6 +70,12 @@ export class Summary {
     const scope = d.suggest ?? d.target;
     if (d.op === "process") return "only the sandbox's own processes can be changed (docs/threat-model.md)";
     if (d.op === "keyring") return "--allow-keyring";
+    if (
+      d.op === "write" &&
+      /^(setuid\/setgid bits|a device node|a security or trusted extended attribute): /.test(scope)
+    ) {
+      return "--allow-privileged-files (refused by default: docs/threat-model.md)";
+    }
     if (d.op === "write" && !scope.startsWith("/")) {
       return "refused whatever the rules say (docs/threat-model.md)";
     }

@@ -447,10 +447,10 @@ export class Mediator {
     }
 
     // Nothing that leaves privilege behind (setuid/setgid, devices, capabilities), wherever it is.
-    const priv = privilegedRefusal(c, a) ??
+    const priv = this.#cfg.allowPrivilegedFiles ? null : (privilegedRefusal(c, a) ??
       (c.kind === "setxattr" && privilegedXattr(this.#nfd.readCString(n.tid, a[1], 256) ?? "security.?")
         ? "a security or trusted extended attribute"
-        : null);
+        : null));
     if (priv !== null) {
       fs.close(fdCopy);
       return this.#deny(
@@ -1252,7 +1252,7 @@ export class Mediator {
     const a = n.args;
     const attr = this.#nfd.readCString(n.tid, a[nameArg], 256);
     if (attr === null) return -EFAULT;
-    if (privilegedXattr(attr)) return -EPERM; // decided on the copy that is used (lib/privileged_bits.ts)
+    if (privilegedXattr(attr) && !this.#cfg.allowPrivilegedFiles) return -EPERM; // decided on the copy that is used (lib/privileged_bits.ts)
     const size = Number(a[sizeArg] & 0xffffffffn);
     if (size > 65536) return -7; // E2BIG
     const value = new Uint8Array(Math.max(128, size));

@@ -33,6 +33,8 @@ export interface SessionConfig {
   mediate: { exec: boolean; connect: boolean };
   /** `--allow-keyring`: the kernel keyring calls go through (lib/supervisor/sys_calls.ts). */
   allowKeyring?: boolean;
+  /** `--allow-privileged-files`: setuid/setgid, file capabilities, device nodes are decided as writes. */
+  allowPrivilegedFiles?: boolean;
   /** Nobody is asked: what would ask is denied at once (--no-ask, or no terminal). */
   noAsk: boolean;
   /** Environment PATH at start, for program names in rules. */

@@ -651,4 +651,25 @@ Deno.test("left behind: outside the project, an answer that allows the write sti
   }
 });
 
+Deno.test("left behind: --allow-privileged-files lets a setuid bit through, in the project only", async () => {
+  const s = await scratch();
+  try {
+    await Deno.writeTextFile(`${s.outside}/o`, "x");
+    const r = await hallpass([
+      "--no-ask",
+      "-q",
+      "--allow-privileged-files",
+      "--",
+      "/bin/sh",
+      "-c",
+      `echo x > f; chmod 4755 f; chmod 4755 ${s.outside}/o`,
+    ], { cwd: s.project });
+    assertEquals((Deno.statSync(`${s.project}/f`).mode ?? 0) & 0o7777, 0o4755, r.stderr);
+    // Outside the floor it is still a write that asks (denied here): the option lifts only the refusal.
+    assertEquals((Deno.statSync(`${s.outside}/o`).mode ?? 0) & 0o7777, 0o644, r.stderr);
+  } finally {
+    await s.cleanup();
+  }
+});
+
 checkEngines("left_behind_test.ts", ENGINES);
