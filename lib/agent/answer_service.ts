@@ -354,7 +354,20 @@ export class AnswerService {
     if (this.#closed) return Promise.resolve({ kind: "deny", by: "agent-closed" });
     if (signal.aborted) return Promise.resolve({ kind: "deny", by: "withdrawn" });
     const container = q.container ?? NO_CONTAINER;
-    const key = JSON.stringify([container.id, q.pid, q.op, q.target, q.syscall]);
+    // What joins a waiting question gets its answer: everything the person is shown of the call is in the key
+    // (an exec's arguments, a request's duration and reason), so another call asks on its own.
+    const key = JSON.stringify([
+      container.id,
+      q.pid,
+      q.op,
+      q.target,
+      q.syscall,
+      q.argv ?? null,
+      q.paths ?? null,
+      q.requestedForMs ?? null,
+      q.reason ?? null,
+      q.warning ?? null,
+    ]);
     let p = this.#byKey.get(key);
     if (p) {
       // The same operation again: the kernel's re-sent call after a withdrawal, or another thread of the same

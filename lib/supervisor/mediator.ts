@@ -896,7 +896,10 @@ export class Mediator {
       }
     }
     this.#pending.set(qid, p);
-    this.#post({ t: "ask", q, key: `${p.op}\0${shown}` });
+    // Calls with the same key join one question and get its answer: for exec the bar shows the arguments too,
+    // so a run with other arguments asks on its own.
+    const argvKey = p.op === "exec" ? `\0${JSON.stringify(q.argv ?? null)}` : "";
+    this.#post({ t: "ask", q, key: `${p.op}\0${shown}${argvKey}` });
   }
 
   /** --no-ask: what would ask is denied here, without a round trip to the main thread. */
