@@ -252,6 +252,10 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
     rulesFiles: o.rulesFiles.map((f) => f.startsWith("/") ? f : `${cwd}/${f}`),
     logFile: o.logPath ? (o.logPath.startsWith("/") ? o.logPath : `${cwd}/${o.logPath}`) : undefined,
     askProgramFiles: o.askProgram ? askProgramFiles(o.askProgram, pathEnv, cwd) : [],
+    // Not compiled: the checkout this module was loaded from (a compiled binary's embedded path is not on disk).
+    ownTree: import.meta.url.startsWith("file:")
+      ? decodeURIComponent(new URL("..", import.meta.url).pathname).replace(/\/$/, "")
+      : undefined,
   }, realProtectFs);
   const carvedFloor = carveFloor(floor, [
     ...holesOf(prot, isDir),

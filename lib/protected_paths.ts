@@ -25,6 +25,7 @@ export const GIT_REASON = "git runs this outside the sandbox";
 export const HALLPASS_REASON = "hallpass's own rules for this project: the next session obeys them";
 export const RULES_FILE_REASON = "a rules file hallpass reads at start";
 export const LOG_REASON = "hallpass's log of its decisions (--log)";
+export const OWN_PROGRAM_REASON = "hallpass's own program: the next session runs it outside the sandbox";
 export const ASK_PROGRAM_REASON = "hallpass runs it outside the sandbox to answer questions (--ask-program)";
 
 /** What {@link findProtectedPaths} reads; injected so that the discovery is a unit test. */
@@ -130,6 +131,11 @@ export interface FindOptions {
   logFile?: string;
   /** The files `--ask-program` runs (absolute): rewritten, they would answer the sandbox's own questions. */
   askProgramFiles?: string[];
+  /**
+   * The checkout hallpass runs from when it is not compiled (its sources, launcher, fast path and filters are
+   * read from there at every start): rewritten, the next session would run unsandboxed.
+   */
+  ownTree?: string;
 }
 
 /**
@@ -140,8 +146,8 @@ export interface FindOptions {
  * would point git at hooks of the sandbox's choosing) and its `HEAD` (a bare repository's mark); every
  * submodule's `.git` file; the directory
  * `core.hooksPath` names; the person's own git configuration (`~/.gitconfig`, `~/.config/git/config`); the
- * project's `.hallpass/**`; `--rules` files; the `--log` file; the files `--ask-program` runs. Paths are
- * canonical.
+ * project's `.hallpass/**`; `--rules` files; the `--log` file; the files `--ask-program` runs; the checkout
+ * hallpass runs from (not compiled). Paths are canonical.
  */
 export function findProtectedPaths(o: FindOptions, fs: ProtectFs): ProtectedPath[] {
   const out: ProtectedPath[] = [];
@@ -233,6 +239,7 @@ export function findProtectedPaths(o: FindOptions, fs: ProtectFs): ProtectedPath
     const k = fs.kind(real);
     if (k === undefined || k === "file") add("exact", real, LOG_REASON);
   }
+  if (o.ownTree && fs.kind(fs.real(o.ownTree)) === "dir") add("tree", fs.real(o.ownTree), OWN_PROGRAM_REASON);
   for (const f of o.askProgramFiles ?? []) {
     const real = fs.real(f);
     if (fs.kind(real) === "file") add("exact", real, ASK_PROGRAM_REASON);
@@ -338,6 +345,8 @@ export function protectedHit(
 
 function allowedOnPurpose(rule: Rule, p: ProtectedPath): boolean {
   if (rule.source.kind === "builtin") return false;
+  // The project's own grant names no protected path on purpose (a project that holds hallpass's checkout).
+  if (rule.source.kind === "cli" && rule.source.option === "--project") return false;
   let s: PathScope;
   try {
     s = parsePathScope(rule.target, { cwd: "/" });

@@ -4,7 +4,7 @@
  * hallpass on this machine. Runs as root and as hallpass-test (tests/run_all.sh).
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { bare, compileHelper, exists, hallpass, scratch } from "./harness.ts";
+import { bare, compileHelper, exists, hallpass, ROOT, scratch } from "./harness.ts";
 import { probeAsync, test, tool } from "../helpers/skip.ts";
 
 const GIT_ENV = {
@@ -269,3 +269,32 @@ for (const how of ["rewrite", "rename over"]) {
     },
   });
 }
+
+/**
+ * The checkout hallpass runs from, inside the project (an agent working on a tree that holds hallpass's own
+ * build): the sandbox could rewrite build/hallpass-launcher, which the next session runs before any sandbox
+ * exists. Judged by a probe file in build/ after the run (removed afterwards).
+ */
+test({
+  name: "hallpass's own checkout is not writable from a session whose project holds it",
+  async fn() {
+    const probe = `${ROOT}/build/redteam-probe-${crypto.randomUUID()}`;
+    try {
+      const r = await hallpass([
+        "--no-ask",
+        "-q",
+        "--project",
+        ROOT,
+        "--",
+        "/bin/sh",
+        "-c",
+        `echo x > ${probe}`,
+      ], {
+        cwd: ROOT,
+      });
+      assert(!(await exists(probe)), `the sandbox wrote into hallpass's own build/: ${r.stderr}`);
+    } finally {
+      await Deno.remove(probe).catch(() => {});
+    }
+  },
+});
