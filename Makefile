@@ -76,7 +76,7 @@ build/filter.bpf: lib/filter_plan.ts lib/filter_sys.ts lib/syscall_table.ts lib/
 	@mkdir -p build
 	$(DENO) run --quiet --allow-all --no-prompt --cached-only $(RUNTIME_LOCK) helper/bpf/prebuild.ts build >/dev/null
 
-# The supervisor's fast path (docs/performance.md): loaded by the Deno process, so built against its libc.
+# The supervisor's fast path (bench/README.md): loaded by the Deno process, so built against its libc.
 build/libhallpass-fastpath.so: helper/fastpath/fastpath.c
 	@mkdir -p build
 	gcc -O2 -Wall -Wextra -Werror -shared -fPIC -o $@ $<

@@ -1,7 +1,7 @@
 #!/bin/sh
 # questions.sh HALLPASS — how many questions an ordinary session asks (git, npm, node, python, bash, ssh), and
 # which, with an --ask-program that answers "once" and records each question. For "the question count must not
-# go up" (docs/performance.md): run it with the hallpass before and after a change.
+# go up" (bench/README.md, connects and sends): run it with the hallpass before and after a change.
 HP=${1:?usage: bench/questions.sh HALLPASS}
 D=$(mktemp -d); mkdir "$D/p"; cd "$D/p" || exit 1
 printf '#!/bin/sh\ncat >> %s/q.jsonl; echo >> %s/q.jsonl; echo once\n' "$D" "$D" > "$D/ask.sh"; chmod +x "$D/ask.sh"

@@ -285,7 +285,7 @@ hpvs() { # hallpass against floor (and landlock-only for read)
 	printf '%s' "${s:-n/a}"
 }
 
-CMDLINE="${BENCH_QUICK:+BENCH_QUICK=$BENCH_QUICK }${BENCH_REPEAT:+BENCH_REPEAT=$BENCH_REPEAT }bash bench/run.sh"
+CMDLINE="${BENCH_QUICK:+BENCH_QUICK=$BENCH_QUICK }${BENCH_REPEAT:+BENCH_REPEAT=$BENCH_REPEAT }${BENCH_WORKLOADS:+BENCH_WORKLOADS=\"$BENCH_WORKLOADS\" }${BENCH_VARIANTS:+BENCH_VARIANTS=\"$BENCH_VARIANTS\" }${STARTUP_REPEAT:+STARTUP_REPEAT=$STARTUP_REPEAT }bash bench/run.sh"
 T_END=$EPOCHREALTIME
 {
 	printf '# hallpass benchmark%s\n\n' "${QUICK:+ (QUICK smoke run: small N, not for comparison)}"
@@ -333,6 +333,20 @@ T_END=$EPOCHREALTIME
 	[ -n "${AVAIL[hallpass]}" ] && printf -- '- hallpass flags: `--no-ask --project WORKDIR %s`\n' "${HP_FLAGS[*]}"
 	printf -- '- micro rows: time measured inside the workload (sandbox start-up excluded); other rows: spawn-to-exit time of the sandbox and the command (start-up included)\n'
 } >"$BASE/table.md"
+# The start-up and agent rows (bench/startup.sh): ratios to an empty `deno run` and to hallpass's own start-up.
+if [ -n "${AVAIL[hallpass]}" ] && [ -z "${BENCH_NO_STARTUP:-}" ]; then
+	log "start-up and agent rows (bench/startup.sh)"
+	{
+		printf '
+## Start-up and agents (`%sbash bench/startup.sh`, interleaved, medians)
+
+' \
+			"${QUICK:+STARTUP_REPEAT=5 }"
+		printf '| what | bare | under hallpass | ratio / extra | target |\n|---|---|---|---|---|\n'
+		STARTUP_REPEAT=${STARTUP_REPEAT:-${QUICK:+5}} HALLPASS=$HALLPASS bash "$BENCH/startup.sh" ||
+			printf '| bench/startup.sh failed (stderr above) | | | | |\n'
+	} >>"$BASE/table.md"
+fi
 
 mkdir -p "$(dirname "$OUT")"
 cp "$BASE/table.md" "$OUT"

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The start-up rows (bench/README.md): hallpass's own start-up as a ratio to an empty `deno run` of the same
+# Deno, and what a command's start costs under hallpass beyond that start-up (`node -e 0`, and `claude
+# --version` / `codex --version` when installed: PATH, or .tools/agents/NAME/bin from tests/setup_agents.sh).
+# Every command runs once per round, the starting one rotating, R rounds (STARTUP_REPEAT, default 20); cells
+# are medians of spawn-to-exit times (bench/build/micro run 1). Prints Markdown rows to stdout.
+#
+#   bash bench/startup.sh                 # R=20
+#   STARTUP_REPEAT=40 bash bench/startup.sh
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+R=${STARTUP_REPEAT:-20}
+HALLPASS=${HALLPASS:-$ROOT/hallpass}
+DENO=${DENO:-$ROOT/.tools/node_modules/deno/deno}
+MICRO=$ROOT/bench/build/micro
+[ -x "$MICRO" ] || { mkdir -p "$ROOT/bench/build" && gcc -O2 -o "$MICRO" "$ROOT/bench/micro.c"; } || exit 1
+[ -x "$HALLPASS" ] && [ -x "$DENO" ] || { echo "bench/startup.sh: needs ./hallpass and $DENO (make)" >&2; exit 1; }
+D=$(mktemp -d)
+trap 'rm -rf "$D"' EXIT
+mkdir -p "$D/w"
+: >"$D/empty.js"
+for a in claude codex; do
+	[ -x "$ROOT/.tools/agents/$a/bin/$a" ] && PATH=$ROOT/.tools/agents/$a/bin:$PATH
+done
+export PATH
+
+# name|command (run from $D/w, the project)
+ROWS=(
+	"deno|$DENO run --quiet --allow-all --no-prompt --v8-flags=--max-semi-space-size=1 $D/empty.js"
+	"hp-true|$HALLPASS --no-ask -q --project $D/w -- /bin/true"
+	"node|node -e 0"
+	"hp-node|$HALLPASS --no-ask -q --project $D/w -- node -e 0"
+)
+AGENTS=()
+for a in claude codex; do
+	if command -v "$a" >/dev/null && "$a" --version >/dev/null 2>&1; then
+		AGENTS+=("$a")
+		ROWS+=("$a|$a --version" "hp-$a|$HALLPASS --no-ask -q --agent $a --project $D/w -- $a --version")
+	fi
+done
+command -v node >/dev/null || ROWS=("${ROWS[@]:0:2}")
+
+declare -A T
+n=${#ROWS[@]}
+cd "$D/w" || exit 1
+for ((rep = -1; rep < R; rep++)); do # round -1: untimed warm-up
+	for ((k = 0; k < n; k++)); do
+		row=${ROWS[$(((k + rep + n) % n))]}
+		name=${row%%|*}
+		# shellcheck disable=SC2086 # the command's words
+		s=$("$MICRO" run 1 ${row#*|} </dev/null 2>>"$D/err") || { echo "bench/startup.sh: $name failed:" \
+			"$(tail -3 "$D/err")" >&2; exit 1; }
+		[ "$rep" -ge 0 ] && T[$name]+="$s "
+	done
+done
+med() { tr ' ' '\n' <<<"${T[$1]}" | grep . | sort -g | awk '{a[NR]=$1} END{print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+ms() { awk -v s="$1" 'BEGIN{printf "%.1f", s*1000}'; }
+DENO_S=$(med deno)
+HP_S=$(med hp-true)
+printf '| start-up: `hallpass --no-ask -q -- /bin/true` vs an empty `deno run` (same Deno), ms | %s | %s | %s× | ≤ 1.25×: **%s** |\n' \
+	"$(ms "$DENO_S")" "$(ms "$HP_S")" "$(awk -v a="$HP_S" -v b="$DENO_S" 'BEGIN{printf "%.2f", a/b}')" \
+	"$(awk -v a="$HP_S" -v b="$DENO_S" 'BEGIN{print (a/b <= 1.25) ? "met" : "MISSED"}')"
+row() { # row NAME LABEL: bare, under hallpass, and the extra beyond hallpass's start-up as a share of it
+	local b h
+	b=$(med "$1")
+	h=$(med "hp-$1")
+	printf '| %s | %s | %s | %s ms beyond start-up (%s%% of it) | ≤ 5%%: **%s** |\n' "$2" "$(ms "$b")" "$(ms "$h")" \
+		"$(awk -v h="$h" -v b="$b" -v s="$HP_S" 'BEGIN{printf "%+.1f", (h-b-s)*1000}')" \
+		"$(awk -v h="$h" -v b="$b" -v s="$HP_S" 'BEGIN{printf "%+.0f", 100*(h-b-s)/s}')" \
+		"$(awk -v h="$h" -v b="$b" -v s="$HP_S" 'BEGIN{print ((h-b-s)/s <= 0.05) ? "met" : "MISSED"}')"
+}
+command -v node >/dev/null && row node '`node -e 0`, ms'
+for a in "${AGENTS[@]}"; do row "$a" "\`$a --version\` (\`--agent $a\`), ms"; done
