@@ -14,7 +14,7 @@ import { agentRules, shellHistoryRules } from "./agents.ts";
 import { builtinConnectRules } from "./socket_policy.ts";
 import { findProtectedPaths, holesOf, type ProtectedPath, realProtectFs } from "./protected_paths.ts";
 import { readProjectRules } from "./project_rules.ts";
-import { carve, type CarveFs } from "./landlock_carve.ts";
+import { carve, type CarveFs, CarveLimitError } from "./landlock_carve.ts";
 import { realCarveFs } from "./carve_fs.ts";
 import { type ReadProtection, readProtection } from "./secrets.ts";
 import { readPath } from "./rules_file.ts";
@@ -33,6 +33,8 @@ export interface Plan {
   writeGrants?: { kind: "exact" | "tree"; path: string }[];
   /** Directories on the way to a hole: entries created there after start are outside the floor. */
   carved?: string[];
+  /** Why the floor could not be carved (too many entries): the trees holding a hole are performed instead. */
+  uncarved?: string;
   /** Paths that ask even where the sandbox may write (lib/protected_paths.ts). */
   protected?: ProtectedPath[];
   /** The project's rules file as read (for the notice at start). */
@@ -294,6 +296,7 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
     floor: carvedFloor.floor,
     writeGrants: floor,
     carved: carvedFloor.carved,
+    uncarved: carvedFloor.uncarved,
     protected: prot,
     projectRules,
     program,
@@ -314,7 +317,7 @@ export function carveFloor(
   floor: Plan["floor"],
   holes: string[],
   fs: CarveFs = realCarveFs,
-): { floor: Plan["floor"]; carved: string[] } {
+): { floor: Plan["floor"]; carved: string[]; uncarved?: string } {
   const trees = floor.filter((f) => f.kind === "tree");
   const below = holes.filter((h) => trees.some((t) => h === t.path || h.startsWith(t.path + "/")));
   if (below.length === 0) return { floor, carved: [] };
@@ -332,16 +335,29 @@ export function carveFloor(
       return names.length > 0 ? names.map((name) => ({ name, kind: "dir" as const })) : fs.list(dir);
     },
   };
-  const r = carve(
-    trees.map((t) => ({ path: t.path, access: 1n })),
-    below.map((h) => ({ path: h, withhold: 1n })),
-    lookup,
-    { fileRights: 1n },
-  );
-  const out: Plan["floor"] = floor.filter((f) => f.kind === "exact");
   const untouched = new Set(
     trees.filter((t) => !below.some((h) => h === t.path || h.startsWith(t.path + "/"))),
   );
+  let r: ReturnType<typeof carve>;
+  try {
+    r = carve(
+      trees.map((t) => ({ path: t.path, access: 1n })),
+      below.map((h) => ({ path: h, withhold: 1n })),
+      lookup,
+      { fileRights: 1n },
+    );
+  } catch (e) {
+    if (!(e instanceof CarveLimitError)) throw e;
+    // Too many entries to grant one by one (a directory on the way holds thousands): the trees that hold a
+    // hole leave the floor, and every write in them is decided and performed by the supervisor (slower, and
+    // as safe). A sandbox that fills a directory cannot keep the next session from starting.
+    return {
+      floor: [...floor.filter((f) => f.kind === "exact"), ...untouched],
+      carved: [],
+      uncarved: e.message,
+    };
+  }
+  const out: Plan["floor"] = floor.filter((f) => f.kind === "exact");
   for (const t of untouched) out.push(t);
   for (const rule of r.rules) {
     if ([...untouched].some((t) => t.path === rule.path)) continue;

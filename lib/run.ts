@@ -241,6 +241,11 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   }
   // Said before the command starts; over a terminal the program owns, at exit instead.
   const readLines = opts.quiet ? [] : readStartLines(reads, plan.reads, plan.project, plan.home);
+  if (plan.uncarved && !opts.quiet) {
+    readLines.unshift(
+      `hallpass: ${plan.uncarved}: every write there is decided and performed by hallpass this session (slower)`,
+    );
+  }
   if (!pty) readLines.forEach((l) => warn(l));
   // The execute floor: only without a person, and only when execs are decided at all (lib/exec_floor.ts).
   const noPerson = backend instanceof NoAsk && opts.mediate.exec;
