@@ -12,7 +12,7 @@
  *
  * @module
  */
-import { formatScope, parsePathScope, scopeCovers, scopeSpecificity } from "./path_scope.ts";
+import { formatScope, normalizePath, parsePathScope, scopeCovers, scopeSpecificity } from "./path_scope.ts";
 import type { PathScope, Rule } from "./types.ts";
 
 export interface ProtectedPath {
@@ -40,15 +40,8 @@ export interface ProtectFs {
   real(path: string): string;
 }
 
-function normalise(p: string): string {
-  const out: string[] = [];
-  for (const c of p.split("/")) {
-    if (c === "" || c === ".") continue;
-    if (c === "..") out.pop();
-    else out.push(c);
-  }
-  return "/" + out.join("/");
-}
+/** `p` made absolute (against `/`) and lexically normal (lib/path_scope.ts). */
+const normalise = (p: string) => normalizePath(p, "/");
 
 function parentOf(p: string): string {
   return p.slice(0, p.lastIndexOf("/")) || "/";
