@@ -61,10 +61,23 @@ export function withTerminalReads(r: ReadProtection, own: readonly string[]): Re
       return false;
     }
   };
-  if (!exists("/dev/pts")) return r;
+  // The other terminals outside /dev/pts too (root opens them all): virtual consoles and their screen memory
+  // (vcs: what the console shows), the console, serial and USB terminals. `/dev/tty` (the caller's own) stays.
+  const consoles: string[] = [];
+  try {
+    for (const e of Deno.readDirSync("/dev")) {
+      if (/^(tty\d+|ttyS\d+|ttyUSB\d+|ttyACM\d+|ttyAMA\d+|hvc\d+|console|vcs[au]?\d*)$/.test(e.name)) {
+        consoles.push(`/dev/${e.name}`);
+      }
+    }
+  } catch {
+    // no /dev to list
+  }
+  const others = consoles.filter((p) => !own.includes(p)).map((path) => ({ path, source }));
+  if (!exists("/dev/pts")) return others.length ? { ...r, protect: [...r.protect, ...others] } : r;
   return {
     ...r,
-    protect: [...r.protect, { path: "/dev/pts", source }],
+    protect: [...r.protect, { path: "/dev/pts", source }, ...others],
     readable: [...r.readable, ...[...own, "/dev/pts/ptmx"].filter(exists).map((path) => ({ path, source }))],
   };
 }

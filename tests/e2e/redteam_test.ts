@@ -298,3 +298,44 @@ test({
     }
   },
 });
+
+/**
+ * Terminals outside /dev/pts: a virtual console (what is typed there), its screen memory (/dev/vcs*: what it
+ * shows), the console, serial terminals. Root opens them all, read-only opens are never trapped. Judged by the
+ * open in the sandbox against a bare control that opens the same nodes.
+ */
+const CONSOLES = ["/dev/tty1", "/dev/vcs1", "/dev/vcsa1", "/dev/console", "/dev/ttyS0", "/dev/tty0"];
+const openScript = `import os, sys
+for p in sys.argv[1:]:
+    try:
+        os.close(os.open(p, os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)); print(p, "OPENED")
+    except OSError as e:
+        print(p, e.errno)`;
+const consolesNeed = probeAsync("consoles", async () => {
+  if (!(await exists("/usr/bin/python3"))) return "/usr/bin/python3 is not installed";
+  const r = await bare(["/usr/bin/python3", "-c", openScript, ...CONSOLES]);
+  return r.stdout.includes("OPENED") ? undefined : "no console or virtual terminal this user can open here";
+});
+
+test({
+  name: "consoles, virtual terminals and their screens are not readable from the sandbox",
+  ignore: await consolesNeed,
+  async fn() {
+    const s = await scratch();
+    try {
+      const ctl = (await bare(["/usr/bin/python3", "-c", openScript, ...CONSOLES])).stdout;
+      const opened = ctl.split("\n").filter((l) => l.endsWith("OPENED")).map((l) => l.split(" ")[0]);
+      const r = await hallpass(["--no-ask", "-q", "--", "/usr/bin/python3", "-c", openScript, ...opened], {
+        cwd: s.project,
+      });
+      assert(!r.stdout.includes("OPENED"), `opened in the sandbox: ${r.stdout}`);
+      assertEquals(
+        r.stdout.trim().split("\n").length,
+        opened.length,
+        `not every node was tried: ${r.stdout}`,
+      );
+    } finally {
+      await s.cleanup();
+    }
+  },
+});
