@@ -258,6 +258,7 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
     ownTree: import.meta.url.startsWith("file:")
       ? decodeURIComponent(new URL("..", import.meta.url).pathname).replace(/\/$/, "")
       : undefined,
+    denoDir: import.meta.url.startsWith("file:") ? denoDirOf(env, home) : undefined,
   }, realProtectFs);
   const carvedFloor = carveFloor(floor, [
     ...holesOf(prot, isDir),
@@ -368,6 +369,14 @@ export function carveFloor(
     out.push({ kind: rule.dir ? "tree" : "exact", path: rule.path, nofollow: true });
   }
   return { floor: out, carved: r.carved.map((c) => c.path) };
+}
+
+/** Where Deno keeps its cache for this process: `$DENO_DIR`, else `$XDG_CACHE_HOME/deno`, else `~/.cache/deno`. */
+export function denoDirOf(env: (k: string) => string | undefined, home: string): string {
+  const d = env("DENO_DIR");
+  if (d && d.startsWith("/")) return d;
+  const x = env("XDG_CACHE_HOME");
+  return `${x && x.startsWith("/") ? x : `${home}/.cache`}/deno`;
 }
 
 /** The sandbox's own terminal (its pty, or the terminal of fds 0-2 without one): writable without asking. */

@@ -129,6 +129,11 @@ export interface FindOptions {
    * read from there at every start): rewritten, the next session would run unsandboxed.
    */
   ownTree?: string;
+  /**
+   * Run from source: Deno's cache, which holds the compiled form of hallpass's modules and its packages (a
+   * changed entry there would run at the next start, outside any sandbox).
+   */
+  denoDir?: string;
 }
 
 /**
@@ -232,7 +237,9 @@ export function findProtectedPaths(o: FindOptions, fs: ProtectFs): ProtectedPath
     const k = fs.kind(real);
     if (k === undefined || k === "file") add("exact", real, LOG_REASON);
   }
-  if (o.ownTree && fs.kind(fs.real(o.ownTree)) === "dir") add("tree", fs.real(o.ownTree), OWN_PROGRAM_REASON);
+  for (const t of [o.ownTree, o.denoDir]) {
+    if (t && fs.kind(fs.real(t)) === "dir") add("tree", fs.real(t), OWN_PROGRAM_REASON);
+  }
   for (const f of o.askProgramFiles ?? []) {
     const real = fs.real(f);
     if (fs.kind(real) === "file") add("exact", real, ASK_PROGRAM_REASON);

@@ -9,7 +9,7 @@ import {
 } from "../lib/protected_paths.ts";
 import { privilegedRefusal, privilegedXattr } from "../lib/privileged_bits.ts";
 import { WRITE_CALLS } from "../lib/syscall_table.ts";
-import { carveFloor } from "../lib/plan.ts";
+import { carveFloor, denoDirOf } from "../lib/plan.ts";
 import type { CarveFs } from "../lib/landlock_carve.ts";
 import type { Rule } from "../lib/types.ts";
 
@@ -222,4 +222,25 @@ Deno.test("privileged xattrs: security.* and trusted.*, as text or bytes", () =>
   assert(privilegedXattr(new TextEncoder().encode("trusted.overlay.opaque")));
   assert(!privilegedXattr("user.x"));
   assert(!privilegedXattr(new TextEncoder().encode("securit")));
+});
+
+Deno.test("protected paths: run from source, the checkout and Deno's cache are hallpass's own program", () => {
+  const fs = fakeFs({ "/p/": "", "/src/hallpass/": "", "/h/.cache/deno/": "" });
+  const got = findProtectedPaths(
+    { project: "/p", home: "/h", ownTree: "/src/hallpass", denoDir: "/h/.cache/deno" },
+    fs,
+  );
+  const own = got.filter((x) => x.reason.includes("hallpass's own program")).map((x) => x.scope.path);
+  assertEquals(own, ["/src/hallpass", "/h/.cache/deno"]);
+  // A wider rule (an answer's ~/.cache/**) does not cover it: only a rule naming it does.
+  const wide: Rule = {
+    effect: "allow",
+    op: "write",
+    target: "/h/.cache/**",
+    source: { kind: "cli", option: "x" },
+  };
+  assert(protectedHit(got, "/h/.cache/deno/gen/file/x.js", false, wide) !== null);
+  assertEquals(denoDirOf((k) => ({ DENO_DIR: "/d" } as Record<string, string>)[k], "/h"), "/d");
+  assertEquals(denoDirOf((k) => ({ XDG_CACHE_HOME: "/x" } as Record<string, string>)[k], "/h"), "/x/deno");
+  assertEquals(denoDirOf(() => undefined, "/h"), "/h/.cache/deno");
 });
