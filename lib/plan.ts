@@ -259,6 +259,7 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
       ? decodeURIComponent(new URL("..", import.meta.url).pathname).replace(/\/$/, "")
       : undefined,
     denoDir: import.meta.url.startsWith("file:") ? denoDirOf(env, home) : undefined,
+    ownBinary: import.meta.url.startsWith("file:") ? undefined : Deno.execPath(),
   }, realProtectFs);
   const carvedFloor = carveFloor(floor, [
     ...holesOf(prot, isDir),

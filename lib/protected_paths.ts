@@ -134,6 +134,8 @@ export interface FindOptions {
    * changed entry there would run at the next start, outside any sandbox).
    */
   denoDir?: string;
+  /** Compiled: the binary itself (installed where the sandbox may write, e.g. ~/.local/bin). */
+  ownBinary?: string;
 }
 
 /**
@@ -239,6 +241,9 @@ export function findProtectedPaths(o: FindOptions, fs: ProtectFs): ProtectedPath
   }
   for (const t of [o.ownTree, o.denoDir]) {
     if (t && fs.kind(fs.real(t)) === "dir") add("tree", fs.real(t), OWN_PROGRAM_REASON);
+  }
+  if (o.ownBinary && fs.kind(fs.real(o.ownBinary)) === "file") {
+    add("exact", fs.real(o.ownBinary), OWN_PROGRAM_REASON);
   }
   for (const f of o.askProgramFiles ?? []) {
     const real = fs.real(f);

@@ -243,4 +243,8 @@ Deno.test("protected paths: run from source, the checkout and Deno's cache are h
   assertEquals(denoDirOf((k) => ({ DENO_DIR: "/d" } as Record<string, string>)[k], "/h"), "/d");
   assertEquals(denoDirOf((k) => ({ XDG_CACHE_HOME: "/x" } as Record<string, string>)[k], "/h"), "/x/deno");
   assertEquals(denoDirOf(() => undefined, "/h"), "/h/.cache/deno");
+  // Compiled: the binary itself.
+  const fs2 = fakeFs({ "/p/": "", "/h/.local/bin/hallpass": "ELF" });
+  const bin = findProtectedPaths({ project: "/p", home: "/h", ownBinary: "/h/.local/bin/hallpass" }, fs2);
+  assert(bin.some((x) => x.scope.path === "/h/.local/bin/hallpass" && x.reason.includes("own program")));
 });
