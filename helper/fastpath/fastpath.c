@@ -516,11 +516,17 @@ static int cred_lines(const char *status_path, char *out, size_t size) {
 	return 0;
 }
 
+/* The capabilities chmod, chown and utimensat are decided with: CHOWN, DAC_OVERRIDE, FOWNER, FSETID. */
+#define META_CAPS ((1ull << 0) | (1ull << 1) | (1ull << 3) | (1ull << 4))
+
 /*
- * Whether a metadata call of thread `tid` may be performed here, with our credentials: only when they are the
- * caller's (ids, groups, effective capabilities). A supervisor without capabilities has the caller's (the
- * sandbox cannot gain any: no_new_privs); one with capabilities (root) compares, and leaves any difference
- * (a process that changed users or dropped capabilities) to the mediator, which performs as the caller.
+ * Whether a metadata call of thread `tid` may be performed here, with our credentials: only when the outcome is
+ * the caller's (the same ids and groups; and capabilities that decide these calls alike). A supervisor without
+ * capabilities has the caller's (the sandbox cannot gain any: no_new_privs). A privileged one (root) performs
+ * only for a caller with the same ids and groups that holds every capability these calls are decided with
+ * (META_CAPS: within the set a root sandbox keeps, helper/launcher/launcher.c KEEP_CAPS); a caller that changed users or dropped one of
+ * them goes to the mediator, which performs as the caller. What the supervisor holds beyond META_CAPS changes
+ * none of these calls' outcomes on a file the sandbox may write (path lookup: DAC_OVERRIDE covers search).
  */
 static int same_creds(pid_t tid) {
 	static int own_ok = -1; /* -1 unknown, 0 privileged (compare), 1 without capabilities */
@@ -533,7 +539,12 @@ static int same_creds(pid_t tid) {
 	if (own_ok == 1) return 1;
 	char path[40], theirs[1024];
 	snprintf(path, sizeof path, "/proc/%d/status", tid);
-	return cred_lines(path, theirs, sizeof theirs) == 0 && strcmp(own, theirs) == 0;
+	if (cred_lines(path, theirs, sizeof theirs) != 0) return 0;
+	/* Uid, Gid and Groups come before CapEff: those must be the same text. */
+	const char *oc = strstr(own, "\nCapEff:"), *tc = strstr(theirs, "\nCapEff:");
+	if (!oc || !tc || oc - own != tc - theirs || strncmp(own, theirs, (size_t)(oc - own)) != 0) return 0;
+	unsigned long long caps = strtoull(tc + 8, NULL, 16);
+	return (caps & META_CAPS) == META_CAPS;
 }
 
 static int meta(struct hp_fast *h, int listener, const struct seccomp_notif *n) {
