@@ -316,6 +316,9 @@ export class Mediator {
       else if (typeof h === "string") this.#connect(n, h);
       else this.#write(n, h);
     } catch (e) {
+      // The caller is gone (its thread exited while this was decided, e.g. its /proc entry vanished): there is
+      // no call left to answer, and nothing was denied to anyone.
+      if (!this.#nfd.idValid(n.id)) return;
       // Fail closed: whatever went wrong, the call does not go through.
       this.#nfd.fail(n.id, EACCES);
       this.stats.denied++;
@@ -931,7 +934,8 @@ export class Mediator {
       // Fail closed, as handle() does: the call does not go through, the session goes on.
       this.#pending.delete(qid);
       fs.close(p.fdCopy);
-      if (this.#nfd.idValid(p.n.id)) this.#nfd.fail(p.n.id, EACCES);
+      if (!this.#nfd.idValid(p.n.id)) return; // the caller is gone: nothing to answer or report
+      this.#nfd.fail(p.n.id, EACCES);
       this.stats.denied++;
       this.#logLine({ pid: p.n.tid, op: p.op, target: "?", decision: "deny", by: "error", error: String(e) });
     }
