@@ -24,7 +24,7 @@ def http(s):
     while True:
         c, _ = s.accept()
         try:
-            c.settimeout(2)
+            c.settimeout(15)  # the request comes once hallpass has answered the connect: slow on a loaded machine
             try: c.recv(4096)
             except Exception: pass
             c.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\r\n\r\nok\n")

@@ -5,6 +5,7 @@
  * would make both runs of a pair the mediator, silently), a run with HALLPASS_FAST_PATH=0 must show nothing. Every recorded answer is also replayed through the
  * mediator's decision, and any disagreement fails.
  */
+import { type Need, test } from "../helpers/skip.ts";
 import { replay, type ReplayResult } from "../../lib/supervisor/fast_replay.ts";
 import { resolveSyscall } from "../../ffi/seccomp.ts";
 import { NEW_SYSCALL_NUMBERS, WRITE_CALLS } from "../../lib/syscall_table.ts";
@@ -80,9 +81,19 @@ export function engines(): [string, Record<string, string>][] {
   ];
 }
 
-/** Registers the test that checks the records of engines() (registered last: it runs after the pairs). */
-export function checkEngines(file: string, pair: [string, Record<string, string>][]): void {
-  Deno.test(`${file}: which engine answered (the fast path ran in its runs, not in the mediator's)`, async () => {
+/**
+ * Registers the test that checks the records of engines() (registered last: it runs after the pairs). `ignore`:
+ * what the file's pairs need (when they are skipped, so is this check, with the same reason).
+ */
+export function checkEngines(
+  file: string,
+  pair: [string, Record<string, string>][],
+  ignore?: Need | Need[],
+): void {
+  test({
+    name: `${file}: which engine answered (the fast path ran in its runs, not in the mediator's)`,
+    ignore,
+  }, async () => {
     for (const [name, env] of pair) {
       const r = await replayFile(env.HALLPASS_FASTPATH_RECORD);
       await Deno.remove(env.HALLPASS_FASTPATH_RECORD).catch(() => {});
