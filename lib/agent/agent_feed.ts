@@ -7,6 +7,7 @@
  */
 import type { Answer, ContainerIdentity, Op, Question } from "../types.ts";
 import { visible } from "../ui/sanitize.ts";
+import { readAtMost } from "./bounded_body.ts";
 
 const POLL_WAIT_S = 25;
 /** The largest question list read from an agent (its own list is bounded far below: 1024 bounded questions). */
@@ -16,26 +17,8 @@ const MAX_REPLY_BYTES = 64 << 10;
 
 /** A response body as text, at most `max` bytes: an agent that sends more is refused, never held in memory. */
 async function boundedText(r: Response, max: number): Promise<string> {
-  if (!r.body) return "";
-  const reader = r.body.getReader();
-  const parts: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    total += value.length;
-    if (total > max) {
-      await reader.cancel().catch(() => {});
-      throw new Error(`the agent sent more than ${max >> 10} KiB`);
-    }
-    parts.push(value);
-  }
-  const all = new Uint8Array(total);
-  let off = 0;
-  for (const p of parts) {
-    all.set(p, off);
-    off += p.length;
-  }
+  const all = await readAtMost(r.body, max);
+  if (all === null) throw new Error(`the agent sent more than ${max >> 10} KiB`);
   return new TextDecoder().decode(all);
 }
 const RETRY_MS = 2000;

@@ -32,6 +32,7 @@ import { visible } from "../ui/sanitize.ts";
 import { who } from "../ui/prompt_bar.ts";
 import { type HttpLimits, HttpServer } from "./http_server.ts";
 import { createHash } from "node:crypto";
+import { readAtMost } from "./bounded_body.ts";
 
 /** Options of {@linkcode AnswerService.start}. */
 export interface AnswerServiceOptions {
@@ -702,26 +703,8 @@ async function readBody(req: Request, max: number): Promise<string> {
   if (declared !== null && Number(declared) > max) {
     throw new HttpError(413, `bodies are at most ${max} bytes`);
   }
-  if (!req.body) return "";
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  const reader = req.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.length;
-    if (total > max) {
-      await reader.cancel().catch(() => {});
-      throw new HttpError(413, `bodies are at most ${max} bytes`);
-    }
-    chunks.push(value);
-  }
-  const all = new Uint8Array(total);
-  let off = 0;
-  for (const c of chunks) {
-    all.set(c, off);
-    off += c.length;
-  }
+  const all = await readAtMost(req.body, max);
+  if (all === null) throw new HttpError(413, `bodies are at most ${max} bytes`);
   try {
     return new TextDecoder("utf-8", { fatal: true }).decode(all);
   } catch {
