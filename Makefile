@@ -71,8 +71,8 @@ build/deps.stamp: runtime.lock deno.json | deno
 	  || { cat build/cache.log; echo "make: deno could not fetch hallpass's packages (above)" >&2; exit 1; }
 	@touch $@
 
-# The seccomp filter, compiled once here (lib/filter_build.ts): hallpass reads it instead of compiling at start-up.
-build/filter.bpf: lib/filter_plan.ts lib/filter_sys.ts lib/syscall_table.ts lib/filter_build.ts lib/filter_files.ts ffi/seccomp.ts helper/bpf/prebuild.ts build/deps.stamp
+# The seccomp filter, compiled once here (lib/filter/filter_build.ts): hallpass reads it instead of compiling at start-up.
+build/filter.bpf: lib/filter/filter_plan.ts lib/filter/filter_sys.ts lib/filter/syscall_table.ts lib/filter/filter_build.ts lib/filter/filter_files.ts ffi/seccomp.ts helper/bpf/prebuild.ts build/deps.stamp
 	@mkdir -p build
 	$(DENO) run --quiet --allow-all --no-prompt --cached-only $(RUNTIME_LOCK) helper/bpf/prebuild.ts build >/dev/null
 
@@ -93,10 +93,10 @@ hallpass-request: helper/hallpass-request/hallpass-request.c
 	  id=$$(docker create hallpass-request-build) && docker cp $$id:/hallpass-request ./hallpass-request && docker rm $$id >/dev/null; \
 	else echo "make: need musl-gcc (apt-get install musl-tools) or docker" >&2; exit 1; fi
 
-# Modules loaded through lib/lazy_import.ts (out of Deno's start-up walk): a compiled binary embeds only what
+# Modules loaded through lib/util/lazy_import.ts (out of Deno's start-up walk): a compiled binary embeds only what
 # it is told to.
-LAZY_MODULES := lib/agents.ts lib/doctor.ts lib/rules_command.ts lib/agent/agent_cli.ts lib/agent/answer_client.ts \
-                lib/ask/ask_program.ts lib/ui/terminal.ts ffi/seccomp.ts lib/filter_build.ts
+LAZY_MODULES := lib/policy/agent_recipes.ts lib/cli/doctor.ts lib/cli/rules_command.ts lib/agent/agent_cli.ts lib/agent/answer_client.ts \
+                lib/ask/ask_program.ts lib/ui/terminal.ts ffi/seccomp.ts lib/filter/filter_build.ts
 # ./hallpass: the compiled single binary where `deno compile` can get its runtime (DENORT_BIN or Deno's
 # download server), otherwise a script that runs the same code with `deno run`.
 hallpass: build/hallpass-launcher build/libhallpass-fastpath.so build/filter.bpf build/deps.stamp $(DENO) main.ts $(wildcard lib/*.ts lib/*/*.ts ffi/*.ts) deno.json runtime.lock

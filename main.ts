@@ -2,17 +2,17 @@
  * hallpass: parse, plan, run, and map the outcome to one table of exit codes (README.md).
  *   command's own status · 128+N killed by signal N · 125 hallpass failed before the command ran
  *   126 not executable · 127 not found (usage errors are failures before the command ran: 125)
- *   123 with --fail-on-deny: the command exited 0 but something was denied (lib/fail_on_deny.ts)
+ *   123 with --fail-on-deny: the command exited 0 but something was denied (lib/cli/fail_on_deny.ts)
  */
-import { HELP, parseCommandLine, VERSION } from "./lib/cli.ts";
-import { CommandError, makePlan, projectStateDir } from "./lib/plan.ts";
-import { projectRulesNotice } from "./lib/project_rules.ts";
-import { HallpassError, runSandbox } from "./lib/run.ts";
+import { HELP, parseCommandLine, VERSION } from "./lib/cli/options.ts";
+import { CommandError, makePlan, projectStateDir } from "./lib/sandbox/plan.ts";
+import { projectRulesNotice } from "./lib/policy/project_rules.ts";
+import { HallpassError, runSandbox } from "./lib/sandbox/run.ts";
 import { UsageError } from "./lib/types.ts";
-import { RulesError } from "./lib/rules_file.ts";
-import { commandSignal } from "./lib/command_signal.ts";
+import { RulesError } from "./lib/policy/rules_file.ts";
+import { commandSignal } from "./lib/cli/command_signal.ts";
 import { dieOfSignal } from "./ffi/signal.ts";
-import { lazyImport } from "./lib/lazy_import.ts";
+import { lazyImport } from "./lib/util/lazy_import.ts";
 
 async function main(argv: string[]): Promise<number> {
   const inv = parseCommandLine(argv);
@@ -24,8 +24,8 @@ async function main(argv: string[]): Promise<number> {
       console.log(`hallpass ${VERSION}`);
       return 0;
     case "agents": {
-      const { formatRecipes } = await lazyImport<typeof import("./lib/agents.ts")>(
-        new URL("./lib/agents.ts", import.meta.url),
+      const { formatRecipes } = await lazyImport<typeof import("./lib/policy/agent_recipes.ts")>(
+        new URL("./lib/policy/agent_recipes.ts", import.meta.url),
       );
       const env = (k: string) => Deno.env.get(k);
       const lines = formatRecipes({
@@ -38,8 +38,8 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case "doctor": {
-      const { runChecks, formatChecks, essentialOk } = await lazyImport<typeof import("./lib/doctor.ts")>(
-        new URL("./lib/doctor.ts", import.meta.url),
+      const { runChecks, formatChecks, essentialOk } = await lazyImport<typeof import("./lib/cli/doctor.ts")>(
+        new URL("./lib/cli/doctor.ts", import.meta.url),
       );
       const checks = runChecks();
       if (inv.json) console.log(JSON.stringify(checks, null, 2));
@@ -47,8 +47,8 @@ async function main(argv: string[]): Promise<number> {
       return essentialOk(checks) ? 0 : 1;
     }
     case "rules": {
-      const { rulesCommand } = await lazyImport<typeof import("./lib/rules_command.ts")>(
-        new URL("./lib/rules_command.ts", import.meta.url),
+      const { rulesCommand } = await lazyImport<typeof import("./lib/cli/rules_command.ts")>(
+        new URL("./lib/cli/rules_command.ts", import.meta.url),
       );
       return rulesCommand(inv.args, inv.opts);
     }

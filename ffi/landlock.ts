@@ -39,7 +39,7 @@ export interface LandlockRuleset {
   handledNet: bigint;
   scoped: bigint;
   /**
-   * `dir` set (carved rules, lib/landlock_carve.ts): the path is opened without following a symlink and must
+   * `dir` set (carved rules, lib/floor/landlock_carve.ts): the path is opened without following a symlink and must
    * still be a directory (true) or not one (false), else it is skipped; no stat is needed (fast with
    * thousands of rules).
    */

@@ -1,5 +1,5 @@
 /**
- * libseccomp (libseccomp.so.2) through FFI: compiles a filter plan (lib/filter_plan.ts) to classic BPF.
+ * libseccomp (libseccomp.so.2) through FFI: compiles a filter plan (lib/filter/filter_plan.ts) to classic BPF.
  * The BPF goes to the launcher in a memfd; the launcher installs it with a user-notification listener.
  */
 import { SysError } from "./errors.ts";

@@ -1,6 +1,6 @@
 /**
  * System call numbers, per architecture (x86_64, aarch64): the only place outside the filter tables
- * (lib/syscall_table.ts, libseccomp by name) that holds one. `SYS` is the table of the architecture hallpass
+ * (lib/filter/syscall_table.ts, libseccomp by name) that holds one. `SYS` is the table of the architecture hallpass
  * runs on. tests/syscall_numbers_test.ts checks both tables against the kernel headers of the build machine
  * (asm/unistd_64.h for x86_64, asm-generic/unistd.h for aarch64).
  */

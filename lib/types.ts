@@ -111,7 +111,7 @@ export interface Rule {
 }
 
 /**
- * Reads are never asked about; a list of credential locations is unreadable (lib/secrets.ts). `protect PATH`
+ * Reads are never asked about; a list of credential locations is unreadable (lib/policy/secrets.ts). `protect PATH`
  * adds one, `allow read PATH` lifts one (or makes PATH readable inside one). Enforced by the kernel at start
  * (Landlock), so never for a duration and never from an answer.
  */

@@ -13,8 +13,8 @@ import {
   profileSyscalls,
   seccompProfile,
 } from "../lib/agent/profile.ts";
-import { type FilterEntry, filterPlan } from "../lib/filter_plan.ts";
-import { NEW_SYSCALL_NUMBERS, WRITE_CALLS } from "../lib/syscall_table.ts";
+import { type FilterEntry, filterPlan } from "../lib/filter/filter_plan.ts";
+import { NEW_SYSCALL_NUMBERS, WRITE_CALLS } from "../lib/filter/syscall_table.ts";
 
 type Verdict = "allow" | "notify" | `errno ${number}`;
 const U64 = (1n << 64n) - 1n;
@@ -54,7 +54,7 @@ function evalProfile(p: OciSeccompProfile, name: string, args: readonly bigint[]
 const nameOf = (s: string | number) =>
   typeof s === "string" ? s : Object.entries(NEW_SYSCALL_NUMBERS).find(([, n]) => n === s)![0];
 
-/** What the workstation filter does with the same call (the plan, as lib/run.ts hands it to libseccomp). */
+/** What the workstation filter does with the same call (the plan, as lib/sandbox/run.ts hands it to libseccomp). */
 function evalPlan(plan: readonly FilterEntry[], name: string, args: readonly bigint[]): Verdict {
   const hits = new Set<Verdict>();
   for (const e of plan) {
@@ -203,7 +203,7 @@ Deno.test("terminal injection, user namespaces and the bypasses are refused with
     ["fchmodat2", [3n, 0x1000n, 0o755n, 0n], "notify"],
     ["read", [0n, 0x1000n, 10n], "allow"],
     ["write", [1n, 0x1000n, 10n], "allow"],
-    ["connect", [3n, 0x1000n, 16n], "notify"], // local IPC is decided in every mode (lib/socket_policy.ts)
+    ["connect", [3n, 0x1000n, 16n], "notify"], // local IPC is decided in every mode (lib/policy/socket_policy.ts)
     ["sendto", [3n, 0x1000n, 10n, 0n, 0n, 0n], "allow"], // send(2): the connected peer
     ["sendto", [3n, 0x1000n, 10n, 0n, 0x2000n, 16n], "notify"],
     ["listen", [3n, 5n], "allow"],
@@ -219,7 +219,7 @@ Deno.test("terminal injection, user namespaces and the bypasses are refused with
     assert.equal(evalProfile(p, name, [3n, 0n, 0n, 0n, 0n, 0n]), "notify", name);
   }
   assert.equal(evalProfile(withConnect, "listen", [3n, 5n, 0n, 0n, 0n, 0n]), "notify");
-  // Under connect mediation sockets of undecided families and types are refused (lib/socket_policy.ts).
+  // Under connect mediation sockets of undecided families and types are refused (lib/policy/socket_policy.ts).
   for (
     const a of [[40n, 1n, 0n], [17n, 3n, 0n], [2n, 3n, 255n], [2n, 1n, 132n], [16n, 3n, 2n], [
       2n | (1n << 32n),

@@ -1,12 +1,18 @@
 /**
- * The agent recipes (lib/agents.ts) as rules: notation expanded for this user, narrow patterns where a name is
+ * The agent recipes (lib/policy/agent_recipes.ts) as rules: notation expanded for this user, narrow patterns where a name is
  * random, exec rules left out where the sandbox could write (except an agent's own copies, said so), the shell's
  * history rules. The real CLIs are checked by tests/e2e/agents_test.ts and tests/e2e/agents_work_test.ts.
  */
 import assert from "node:assert/strict";
-import { agentRules, formatRecipes, recipeRules, RECIPES, shellHistoryRules } from "../lib/agents.ts";
-import { Policy } from "../lib/policy.ts";
-import { newGroupTable } from "../lib/exec_groups.ts";
+import {
+  agentRules,
+  formatRecipes,
+  recipeRules,
+  RECIPES,
+  shellHistoryRules,
+} from "../lib/policy/agent_recipes.ts";
+import { Policy } from "../lib/policy/policy.ts";
+import { newGroupTable } from "../lib/policy/exec_groups.ts";
 import type { Rule } from "../lib/types.ts";
 
 const HOME = "/home/me";

@@ -1,6 +1,6 @@
 /** existingResolver (start-up's memoised resolveExisting) answers exactly what resolveExisting answers. */
 import assert from "node:assert/strict";
-import { existingResolver, resolveExisting } from "../lib/carve_fs.ts";
+import { existingResolver, resolveExisting } from "../lib/floor/carve_fs.ts";
 
 Deno.test("existingResolver = resolveExisting: symlinks, dangling links, files as parents, odd forms", () => {
   const d = Deno.realPathSync(Deno.makeTempDirSync());

@@ -1,6 +1,6 @@
 // The command line as README.md writes it: options, `--`, subcommands, and one-line errors for bad input.
 import { deepStrictEqual, throws } from "node:assert/strict";
-import { parseCommandLine } from "../lib/cli.ts";
+import { parseCommandLine } from "../lib/cli/options.ts";
 import { UsageError } from "../lib/types.ts";
 
 function run(argv: string[]) {

@@ -9,7 +9,7 @@ import {
   parseConnectDest,
   parseConnectTarget,
   suggestDestScopes,
-} from "../lib/connect_dest.ts";
+} from "../lib/policy/connect_dest.ts";
 import { UsageError } from "../lib/types.ts";
 
 const inet = (proto: "tcp" | "udp", addr: string, port: number): ConnectTarget => ({

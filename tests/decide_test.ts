@@ -4,15 +4,15 @@
  * tainted floors, protected paths (one end and the `names` case), two-path ends, fd forms, exec and connect.
  */
 import assert from "node:assert/strict";
-import { Policy } from "../lib/policy.ts";
-import { parseRules } from "../lib/rules_file.ts";
-import { newGroupTable } from "../lib/exec_groups.ts";
+import { Policy } from "../lib/policy/policy.ts";
+import { parseRules } from "../lib/policy/rules_file.ts";
+import { newGroupTable } from "../lib/policy/exec_groups.ts";
 import type { PathScope, Rule } from "../lib/types.ts";
-import { WRITE_CALLS } from "../lib/syscall_table.ts";
+import { WRITE_CALLS } from "../lib/filter/syscall_table.ts";
 import { taintedFloor } from "../lib/supervisor/fast_roots.ts";
 import { execVerdict, inFloor, type Verdict, writeAnswer, writeVerdict } from "../lib/supervisor/decide.ts";
 import { mediatorAnswer, replay } from "../lib/supervisor/fast_replay.ts";
-import type { ProtectedPath } from "../lib/protected_paths.ts";
+import type { ProtectedPath } from "../lib/policy/protected_paths.ts";
 
 const BIN: Record<string, string> = { git: "/usr/bin/git" };
 

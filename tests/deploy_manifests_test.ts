@@ -20,7 +20,7 @@ import * as apps from "npm:kubernetes-models@5.1.0/apps/v1";
 import { parseAllDocuments } from "npm:yaml@2.9.1";
 import { parseAgentArgs } from "../lib/agent/agent_cli.ts";
 import { DEFAULT_LISTENER_PATH, seccompProfile } from "../lib/agent/profile.ts";
-import { parseRules } from "../lib/rules_file.ts";
+import { parseRules } from "../lib/policy/rules_file.ts";
 
 const ROOT = new URL("../", import.meta.url);
 const K8S_DIR = new URL("deploy/kubernetes/", ROOT);

@@ -1,11 +1,11 @@
-// The execute floor (lib/exec_floor.ts) holds every program the policy allows without a person: each compiled
-// exec allow of lib/policy.ts (groups and names expanded) is inside a floor entry.
+// The execute floor (lib/floor/exec_floor.ts) holds every program the policy allows without a person: each compiled
+// exec allow of lib/policy/policy.ts (groups and names expanded) is inside a floor entry.
 import { strict as assert } from "node:assert";
-import { execFloor } from "../lib/exec_floor.ts";
-import { Policy } from "../lib/policy.ts";
-import { lookupInPath } from "../lib/path_lookup.ts";
-import { scopeCovers } from "../lib/path_scope.ts";
-import type { Plan } from "../lib/plan.ts";
+import { execFloor } from "../lib/floor/exec_floor.ts";
+import { Policy } from "../lib/policy/policy.ts";
+import { lookupInPath } from "../lib/policy/path_lookup.ts";
+import { scopeCovers } from "../lib/policy/path_scope.ts";
+import type { Plan } from "../lib/sandbox/plan.ts";
 import type { Rule } from "../lib/types.ts";
 
 const src = { kind: "cli" as const, option: "--allow-exec" };

@@ -5,11 +5,11 @@
  * combination of a set of rules against a set of programs and paths.
  */
 import assert from "node:assert/strict";
-import { newGroupTable } from "../lib/exec_groups.ts";
-import { Policy } from "../lib/policy.ts";
-import { parseRules } from "../lib/rules_file.ts";
+import { newGroupTable } from "../lib/policy/exec_groups.ts";
+import { Policy } from "../lib/policy/policy.ts";
+import { parseRules } from "../lib/policy/rules_file.ts";
 import type { PathScope, Rule } from "../lib/types.ts";
-import { scopeCovers } from "../lib/path_scope.ts";
+import { scopeCovers } from "../lib/policy/path_scope.ts";
 import { fastExecRoots, fastFileRoots, fastWriteRoots, taintedFloor } from "../lib/supervisor/fast_roots.ts";
 
 const NOW = 1_700_000_000_000;

@@ -1,13 +1,13 @@
 /**
- * The BPF programs `make` prebuilds (build/filter.bpf, build/filter-connect.bpf; lib/filter_build.ts) are
+ * The BPF programs `make` prebuilds (build/filter.bpf, build/filter-connect.bpf; lib/filter/filter_build.ts) are
  * byte for byte what libseccomp compiles from the filter plan now, and hallpass uses them only while they are
  * newer than the sources of the plan.
  */
 import assert from "node:assert/strict";
 import { compileFilter } from "../ffi/seccomp.ts";
 import { close } from "../ffi/libc.ts";
-import { BAD_ARCH_ACTION, compiledRules } from "../lib/filter_build.ts";
-import { FILTER_SOURCES, prebuiltFilterName } from "../lib/filter_files.ts";
+import { BAD_ARCH_ACTION, compiledRules } from "../lib/filter/filter_build.ts";
+import { FILTER_SOURCES, prebuiltFilterName } from "../lib/filter/filter_files.ts";
 
 const ROOT = new URL("../", import.meta.url);
 

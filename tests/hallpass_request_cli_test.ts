@@ -3,7 +3,7 @@
 // and a seeded fuzz of the argument parser. Uses ./hallpass-request when it is up to date, else builds it with
 // the Makefile's musl-gcc command into a temporary directory.
 import { deepStrictEqual, ok as assert } from "node:assert/strict";
-import { encodeRequest, type RequestInput } from "../lib/request_protocol.ts";
+import { encodeRequest, type RequestInput } from "../lib/policy/request_protocol.ts";
 import { probe, test, tool } from "./helpers/skip.ts";
 
 const assertEquals = <T>(actual: T, expected: T, msg?: string) =>

@@ -4,7 +4,7 @@ import { deepStrictEqual, ok } from "node:assert/strict";
 import { ADDFD_SIZE, NOTIF_SIZE, notifSizes, RESP_SIZE, userNotifAvailable } from "../ffi/notify.ts";
 import { ACT, compileFilter, resolveSyscall } from "../ffi/seccomp.ts";
 import { landlockAbi } from "../ffi/landlock.ts";
-import { filterPlan } from "../lib/filter_plan.ts";
+import { filterPlan } from "../lib/filter/filter_plan.ts";
 import { close } from "../ffi/libc.ts";
 
 Deno.test("seccomp notification struct sizes match the kernel's", () => {
@@ -59,7 +59,7 @@ Deno.test("the filter plan compiles, refuses the bypasses, and traps every write
     ) {
       ok(refused(s), `${s} is not refused`);
     }
-    ok(names.has("connect")); // local IPC is decided in every mode (lib/socket_policy.ts)
+    ok(names.has("connect")); // local IPC is decided in every mode (lib/policy/socket_policy.ts)
     ok(names.has("listen") === connect);
     const unknown = plan.filter((e) => typeof e.syscall === "string" && resolveSyscall(e.syscall) < 0);
     deepStrictEqual(unknown.map((e) => e.syscall), [], "libseccomp does not know these calls");

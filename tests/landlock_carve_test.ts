@@ -1,5 +1,5 @@
 /**
- * The carve-out (lib/landlock_carve.ts) checked against a model of Landlock: a path's access is the union of
+ * The carve-out (lib/floor/landlock_carve.ts) checked against a model of Landlock: a path's access is the union of
  * the rules on it and its ancestors. For every path of a made-up tree (and paths created after start), the
  * access must be the grant's minus what the holes above it withhold; a new path in a carved directory gets
  * exactly the carved directory's missing bits less, and so does the carved directory itself.
@@ -18,7 +18,7 @@ import {
   isAtOrBelow,
   normalise,
   withAliases,
-} from "../lib/landlock_carve.ts";
+} from "../lib/floor/landlock_carve.ts";
 
 const R = 1n; // read file
 const D = 2n; // read dir

@@ -1,5 +1,5 @@
 /**
- * Every module loaded through lib/lazy_import.ts is embedded in each compiled binary: a compiled hallpass sees
+ * Every module loaded through lib/util/lazy_import.ts is embedded in each compiled binary: a compiled hallpass sees
  * only literal imports and what `--include` names (the Makefile, the release workflow, the agent's image).
  */
 import assert from "node:assert/strict";

@@ -7,7 +7,7 @@ import {
   parsePathScope,
   scopeCovers,
   scopeSpecificity,
-} from "../lib/path_scope.ts";
+} from "../lib/policy/path_scope.ts";
 import { type PathScope, UsageError } from "../lib/types.ts";
 
 const HOME = "/home/me";

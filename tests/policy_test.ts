@@ -1,9 +1,9 @@
 import process from "node:process";
 import assert from "node:assert/strict";
-import type { ConnectTarget } from "../lib/connect_dest.ts";
-import { newGroupTable } from "../lib/exec_groups.ts";
-import { type Decision, Policy, type PolicyOptions } from "../lib/policy.ts";
-import { parseRules } from "../lib/rules_file.ts";
+import type { ConnectTarget } from "../lib/policy/connect_dest.ts";
+import { newGroupTable } from "../lib/policy/exec_groups.ts";
+import { type Decision, Policy, type PolicyOptions } from "../lib/policy/policy.ts";
+import { parseRules } from "../lib/policy/rules_file.ts";
 import { type Op, type Rule, UsageError } from "../lib/types.ts";
 
 const HOME = "/home/me";
@@ -153,7 +153,7 @@ Deno.test(
     ["allow exec @git", "exec", "/usr/bin/git", "allow", 1],
     ["allow exec @node", "exec", "/home/me/.nvm/bin/node", "allow", 1],
     ["allow exec @system", "exec", "/usr/bin/ls", "allow", 1],
-    // The loader as a program: @system does not allow it, only a rule naming it (lib/loader.ts).
+    // The loader as a program: @system does not allow it, only a rule naming it (lib/policy/loader.ts).
     ["allow exec @system", "exec", "/lib64/ld-linux-x86-64.so.2", "deny", 0],
     [
       "allow exec @system\nallow exec /lib64/ld-linux-x86-64.so.2",

@@ -6,11 +6,11 @@ import {
   holesOf,
   protectedHit,
   type ProtectFs,
-} from "../lib/protected_paths.ts";
-import { privilegedRefusal, privilegedXattr } from "../lib/privileged_bits.ts";
-import { WRITE_CALLS } from "../lib/syscall_table.ts";
-import { carveFloor, denoDirOf } from "../lib/plan.ts";
-import type { CarveFs } from "../lib/landlock_carve.ts";
+} from "../lib/policy/protected_paths.ts";
+import { privilegedRefusal, privilegedXattr } from "../lib/policy/privileged_bits.ts";
+import { WRITE_CALLS } from "../lib/filter/syscall_table.ts";
+import { carveFloor, denoDirOf } from "../lib/sandbox/plan.ts";
+import type { CarveFs } from "../lib/floor/landlock_carve.ts";
 import type { Rule } from "../lib/types.ts";
 
 /** A file system of dirs ("/a/"), files ("/a/f" → text) and symlinks ("/a/l" → "->/target"). */

@@ -1,4 +1,4 @@
-// Tests of lib/request_protocol.ts: table tests, the corpus in tests/fixtures/request_corpus.txt, and a seeded
+// Tests of lib/policy/request_protocol.ts: table tests, the corpus in tests/fixtures/request_corpus.txt, and a seeded
 // fuzz (random and mutated paths) asserting the decoder never throws and always answers ok or EINVAL/ENAMETOOLONG.
 import { deepStrictEqual, ok as assert, throws } from "node:assert/strict";
 
@@ -20,7 +20,7 @@ import {
   REQUEST_PATH_MAX,
   REQUEST_VERBS,
   type RequestInput,
-} from "../lib/request_protocol.ts";
+} from "../lib/policy/request_protocol.ts";
 
 function ok(path: string): DecodedRequest {
   const r = decodeRequest(path);

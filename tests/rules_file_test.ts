@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { defineGroup, expandGroup, GROUPS, newGroupTable } from "../lib/exec_groups.ts";
+import { defineGroup, expandGroup, GROUPS, newGroupTable } from "../lib/policy/exec_groups.ts";
 import {
   formatRule,
   parseRules,
@@ -7,7 +7,7 @@ import {
   quoteTarget,
   ruleFileLine,
   RulesError,
-} from "../lib/rules_file.ts";
+} from "../lib/policy/rules_file.ts";
 import { type Rule, UsageError } from "../lib/types.ts";
 
 const HOME = "/home/me";

@@ -1,12 +1,12 @@
 /**
- * The protected list and its rules (lib/secrets.ts), the `protect` / `allow read` grammar, the options, what
- * `hallpass rules` prints (lib/secrets_command.ts), and the read floor's carve over a made-up tree
- * (lib/read_floor.ts): every built-in entry is a hole, lifting and narrowing work, new files in carved
+ * The protected list and its rules (lib/policy/secrets.ts), the `protect` / `allow read` grammar, the options, what
+ * `hallpass rules` prints (lib/cli/secrets_command.ts), and the read floor's carve over a made-up tree
+ * (lib/floor/read_floor.ts): every built-in entry is a hole, lifting and narrowing work, new files in carved
  * directories are found at exit.
  */
 import assert from "node:assert/strict";
-import { parseCommandLine } from "../lib/cli.ts";
-import { type CarveEntry, type CarveFs, isAtOrBelow } from "../lib/landlock_carve.ts";
+import { parseCommandLine } from "../lib/cli/options.ts";
+import { type CarveEntry, type CarveFs, isAtOrBelow } from "../lib/floor/landlock_carve.ts";
 import {
   newInCarved,
   notEnforcedLines,
@@ -14,10 +14,10 @@ import {
   readFloor,
   readStartLines,
   treesToMake,
-} from "../lib/read_floor.ts";
-import { parseRules } from "../lib/rules_file.ts";
-import { BUILTIN, protectionOf, readProtection } from "../lib/secrets.ts";
-import { readRulesLines, readVerdict } from "../lib/secrets_command.ts";
+} from "../lib/floor/read_floor.ts";
+import { parseRules } from "../lib/policy/rules_file.ts";
+import { BUILTIN, protectionOf, readProtection } from "../lib/policy/secrets.ts";
+import { readRulesLines, readVerdict } from "../lib/cli/secrets_command.ts";
 import type { ReadRule } from "../lib/types.ts";
 import { FS } from "../ffi/landlock.ts";
 

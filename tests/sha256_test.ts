@@ -1,7 +1,7 @@
-/** lib/sha256.ts against node:crypto: every length around the block and padding edges, and split updates. */
+/** lib/util/sha256.ts against node:crypto: every length around the block and padding edges, and split updates. */
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { Sha256 } from "../lib/sha256.ts";
+import { Sha256 } from "../lib/util/sha256.ts";
 
 Deno.test("Sha256 equals node:crypto's sha256 for lengths 0..300, 64 KiB + 3, and any split", () => {
   const data = new Uint8Array(65539);

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { suggestExecScopes, suggestScopes } from "../lib/suggest_scope.ts";
+import { suggestExecScopes, suggestScopes } from "../lib/policy/suggest_scope.ts";
 
 const OPTS = { home: "/home/me", project: "/home/me/src/app" };
 

@@ -3,7 +3,7 @@
  * names that rule instead of an --allow-path it would override; a rename names its destination.
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { Summary } from "../lib/summary.ts";
+import { Summary } from "../lib/cli/summary.ts";
 
 const d = (target: string, o: { suggest?: string; rule?: string } = {}) => ({
   op: "write",

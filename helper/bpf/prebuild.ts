@@ -1,13 +1,13 @@
 /**
  * `make` runs this: compiles the seccomp filter of both variants (with and without connect mediation) with
- * libseccomp and writes them to DIR/filter.bpf and DIR/filter-connect.bpf (lib/filter_build.ts). hallpass
+ * libseccomp and writes them to DIR/filter.bpf and DIR/filter-connect.bpf (lib/filter/filter_build.ts). hallpass
  * then reads the program at start-up instead of compiling it.
  *
  *   deno run --allow-all helper/bpf/prebuild.ts DIR
  */
 import { compileFilter } from "../../ffi/seccomp.ts";
-import { BAD_ARCH_ACTION, compiledRules } from "../../lib/filter_build.ts";
-import { prebuiltFilterName } from "../../lib/filter_files.ts";
+import { BAD_ARCH_ACTION, compiledRules } from "../../lib/filter/filter_build.ts";
+import { prebuiltFilterName } from "../../lib/filter/filter_files.ts";
 
 const dir = Deno.args[0];
 if (!dir) {

@@ -709,7 +709,7 @@ static int ends_so(const char *s) {
 }
 
 /*
- * The dynamic loader, by the canonical path's last name: the same test as lib/loader.ts isDynamicLoader. Its
+ * The dynamic loader, by the canonical path's last name: the same test as lib/policy/loader.ts isDynamicLoader. Its
  * execs go to the mediator, which denies them unless a rule names the loader (it runs any file as a program).
  */
 static int loader_name(const char *canon) {
@@ -798,7 +798,7 @@ static int exec_fast(struct hp_fast *h, int listener, const struct seccomp_notif
 	char canon[PATH_MAX_BYTES];
 	/* not there (a shell searching $PATH tries many): answered with the kernel's errno, nothing runs */
 	int err = canonical(full, canon, sizeof canon);
-	if (err == 0 && loader_name(canon)) return 0; /* the mediator decides (lib/loader.ts) */
+	if (err == 0 && loader_name(canon)) return 0; /* the mediator decides (lib/policy/loader.ts) */
 	if (err == 0) rec_note(h, canon, strlen(canon));
 	else rec_note(h, full, strlen(full));
 	if (err == 0) err = runnable(h, canon, 0);
@@ -860,7 +860,7 @@ static int classify(struct hp_fast *h, const struct seccomp_notif *n) {
 		}
 #endif
 		if ((flags & O_TMPFILE) == O_TMPFILE) return 0;
-		/* A mode with S_ISUID/S_ISGID: the mediator refuses it (lib/privileged_bits.ts). */
+		/* A mode with S_ISUID/S_ISGID: the mediator refuses it (lib/policy/privileged_bits.ts). */
 		unsigned mode = (unsigned)a[3]; /* openat */
 #ifdef SYS_open
 		if (n->data.nr == SYS_open) mode = (unsigned)a[2];
@@ -901,7 +901,7 @@ static int classify(struct hp_fast *h, const struct seccomp_notif *n) {
 
 /* ---- IP connects and sends while connects are not mediated ----------------------------------------------- */
 
-/* Set by hp_fast_set_net: connects are not mediated (lib/socket_policy.ts netVerdict says "perform"). */
+/* Set by hp_fast_set_net: connects are not mediated (lib/policy/socket_policy.ts netVerdict says "perform"). */
 int hp_fast_set_net(void *p, int direct) {
 	((struct hp_fast *)p)->net_direct = direct != 0;
 	return 0;
@@ -909,7 +909,7 @@ int hp_fast_set_net(void *p, int direct) {
 
 /*
  * connect, and sendto with an address, on an IPv4/IPv6 socket while network connects are not mediated: what
- * the mediator does (lib/socket_policy.ts netVerdict: "perform"), done here. Performed, never continued, on our
+ * the mediator does (lib/policy/socket_policy.ts netVerdict: "perform"), done here. Performed, never continued, on our
  * copy of the socket with our copy of the address and data: the socket at the fd number or the address in
  * the program's memory may change after the check (a unix socket dup2'ed over the fd), ours do not. Unix,
  * netlink and the rest, a blocking connect, a datagram over 64 KiB, a stream socket's sendto and a send that

@@ -204,7 +204,7 @@ static void finish(int code, const char *fmt, ...) {
 /* ---------------------------------------------------------------- durations */
 
 /* Parses `90s`, `10m`, `2h`, `1h30m`, `500ms`, `1d` (digits + unit, repeated; no spaces, no fractions),
- * more than zero, at most 366 days, at most 64 characters: the same as lib/request_protocol.ts.
+ * more than zero, at most 366 days, at most 64 characters: the same as lib/policy/request_protocol.ts.
  * Returns 0 and sets *ms, or -1. */
 static int parse_duration(const char *s, uint64_t *ms) {
   size_t n = strlen(s);
@@ -247,7 +247,7 @@ static char *utoa(uint64_t v, char *end) {
   return end;
 }
 
-/* Go-style, like formatDuration in lib/duration.ts: 250ms, 1.5s, 5m0s, 1h30m0s. */
+/* Go-style, like formatDuration in lib/policy/duration.ts: 250ms, 1.5s, 5m0s, 1h30m0s. */
 static void format_duration(uint64_t ms, char out[64]) {
   char tmp[24];
   out[0] = '\0';

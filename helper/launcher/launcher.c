@@ -93,7 +93,7 @@ struct cap_data {
  * What a root-run sandbox keeps (docs/threat-model.md, "Root"): file work as root (tar x restoring owners and
  * modes, cp -a, package managers that drop to another uid) and nothing that changes the machine: CHOWN,
  * DAC_OVERRIDE, FOWNER, FSETID, KILL, SETGID, SETUID, NET_BIND_SERVICE, AUDIT_WRITE (Docker's default set
- * without MKNOD, NET_RAW, SETFCAP, SETPCAP and SYS_CHROOT). lib/doctor.ts shows the same list.
+ * without MKNOD, NET_RAW, SETFCAP, SETPCAP and SYS_CHROOT). lib/cli/doctor.ts shows the same list.
  */
 static const int KEEP_CAPS[] = {0 /* CHOWN */, 1 /* DAC_OVERRIDE */, 3 /* FOWNER */, 4 /* FSETID */, 5 /* KILL */,
 				6 /* SETGID */, 7 /* SETUID */, 10 /* NET_BIND_SERVICE */, 29 /* AUDIT_WRITE */};

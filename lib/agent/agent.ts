@@ -18,9 +18,9 @@
 import { close, dupCloexec, pollAsync, recvWithFds, sendWithFds } from "../../ffi/libc.ts";
 import { acceptUnix, connectUnix, listenUnix } from "../../ffi/unix_socket.ts";
 import { NoAsk } from "../ask/no_ask.ts";
-import { parseRules } from "../rules_file.ts";
+import { parseRules } from "../policy/rules_file.ts";
 import { SupervisorHost } from "../supervisor/host.ts";
-import { Summary } from "../summary.ts";
+import { Summary } from "../cli/summary.ts";
 import type { AskBackend, Rule } from "../types.ts";
 import { UsageError } from "../types.ts";
 import {

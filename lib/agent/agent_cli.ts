@@ -1,7 +1,7 @@
 /**
  * `hallpass agent [OPTIONS]`: the command line of the node agent (docs/kubernetes.md).
  */
-import { parseDuration } from "../duration.ts";
+import { parseDuration } from "../policy/duration.ts";
 import { UsageError } from "../types.ts";
 import type { AgentOptions } from "./agent.ts";
 import { DEFAULT_LISTENER_PATH, seccompProfile } from "./profile.ts";

@@ -17,7 +17,7 @@ import type { Answer, ContainerIdentity } from "../types.ts";
 import { type BarState, handleKey, initialScopeIndex, layout, render } from "../ui/prompt_bar.ts";
 import { KeyReader } from "../ui/key_reader.ts";
 import { displayWidth, truncateEnd, visible } from "../ui/sanitize.ts";
-import { formatDuration } from "../duration.ts";
+import { formatDuration } from "../policy/duration.ts";
 import { getTermios, getWinSize, isatty, makeRaw, readWhenReady, setTermios } from "../../ffi/pty.ts";
 import { DEFAULT_FOR_MS, loadTokens, podLabel } from "./answer_service.ts";
 import { ProcessHooks } from "../ui/process_hooks.ts";

@@ -1,6 +1,6 @@
 /**
  * The seccomp profile that sends a pod's calls to `hallpass agent` (docs/kubernetes.md): the workstation filter
- * (filter_plan.ts, compiled there through libseccomp by ffi/seccomp.ts) written in the OCI runtime-spec
+ * (lib/filter/filter_plan.ts, compiled there through libseccomp by ffi/seccomp.ts) written in the OCI runtime-spec
  * `linux.seccomp` format, which is what the kubelet's Localhost profiles are
  * (`/var/lib/kubelet/seccomp/profiles/hallpass.json`, read by containerd and CRI-O, applied by runc or crun).
  * Pure: no kernel access, no libseccomp.
@@ -22,7 +22,7 @@
  *   of Linux 6.13 and file_setattr of 6.17 need a libseccomp that lists them). The workstation filter has no such gap: it uses the numbers.
  *
  * Architectures, and what happens to 32-bit and x32 calls: the workstation filter refuses every call made
- * through another ABI with ENOSYS (libseccomp's bad-architecture action, set in lib/run.ts). The OCI format has
+ * through another ABI with ENOSYS (libseccomp's bad-architecture action, set in lib/sandbox/run.ts). The OCI format has
  * no field for that action; runc and crun leave libseccomp's default, `SCMP_ACT_KILL` (kill the thread). The
  * profile lists `SCMP_ARCH_X86_64` and `SCMP_ARCH_AARCH64` (the two architectures hallpass is released for; the
  * runtime also always adds the node's native one) and deliberately not `SCMP_ARCH_X86`, `SCMP_ARCH_X32` or
@@ -45,8 +45,8 @@
  * @module
  */
 
-import { type FilterArg, type FilterEntry, filterPlan } from "../filter_plan.ts";
-import { NEW_SYSCALL_NUMBERS } from "../syscall_table.ts";
+import { type FilterArg, type FilterEntry, filterPlan } from "../filter/filter_plan.ts";
+import { NEW_SYSCALL_NUMBERS } from "../filter/syscall_table.ts";
 
 /** Where the agent listens for the runtimes' seccomp fds (a path on the node). */
 export const DEFAULT_LISTENER_PATH = "/var/run/hallpass/agent.sock";

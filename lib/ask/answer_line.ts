@@ -6,9 +6,9 @@
  * SCOPE, when given, must cover the target (a path scope `/dir/**` or `/file` for write and exec, a DEST for
  * connect). Pure: returns an Answer or a one-line error; the caller turns an error into a deny.
  */
-import { parseDuration } from "../duration.ts";
-import { formatScope, parsePathScope, scopeCovers } from "../path_scope.ts";
-import { destCovers, parseConnectDest, parseConnectTarget } from "../connect_dest.ts";
+import { parseDuration } from "../policy/duration.ts";
+import { formatScope, parsePathScope, scopeCovers } from "../policy/path_scope.ts";
+import { destCovers, parseConnectDest, parseConnectTarget } from "../policy/connect_dest.ts";
 import type { Answer, Question } from "../types.ts";
 
 export function parseAnswerLine(line: string, q: Question, by: string): Answer | { error: string } {

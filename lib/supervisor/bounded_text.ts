@@ -9,7 +9,7 @@
  * boundText("sh -c " + "x".repeat(100_000)); // "sh -c xxx…xxx… [100006 bytes, sha256 3f0a…]"
  * ```
  */
-import { Sha256 } from "../sha256.ts";
+import { Sha256 } from "../util/sha256.ts";
 
 /** Bytes of a sandbox-controlled text that are kept (the rest is counted and hashed). */
 export const TEXT_MAX = 1024;

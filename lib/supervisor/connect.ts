@@ -1,6 +1,6 @@
 /**
  * Connects and sends with a destination (connect, sendto/sendmsg/sendmmsg), and listen under connect
- * mediation: what lib/socket_policy.ts decides, done here. Unix sockets (local IPC) are decided in every
+ * mediation: what lib/policy/socket_policy.ts decides, done here. Unix sockets (local IPC) are decided in every
  * mode; network destinations under `--mediate connect`.
  *
  * Every operation is performed here on our copy of the program's own socket (pidfd_getfd) with our copy of
@@ -29,8 +29,8 @@ import {
 } from "../../ffi/net.ts";
 import { ptrOf } from "../../ffi/libc.ts";
 import { fs } from "../../ffi/fsops.ts";
-import { canonicalAddr, type ConnectTarget, formatTarget } from "../connect_dest.ts";
-import { AF, ALLOWED_FAMILIES, effectiveTarget, IPPROTO } from "../socket_policy.ts";
+import { canonicalAddr, type ConnectTarget, formatTarget } from "../policy/connect_dest.ts";
+import { AF, ALLOWED_FAMILIES, effectiveTarget, IPPROTO } from "../policy/socket_policy.ts";
 import { baseDir, pathExists, resolvePath } from "./resolve.ts";
 import { view } from "./view.ts";
 import { unixAddr } from "../../ffi/unix_socket.ts";
@@ -206,7 +206,7 @@ export class NetMediator {
     const inet = domain === AF.INET || domain === AF.INET6;
     if (this.#mediateConnect) {
       // A socket the filter would not have let the sandbox make (inherited, or passed in): refused, as at
-      // socket() (lib/socket_policy.ts).
+      // socket() (lib/policy/socket_policy.ts).
       if (!(domain in ALLOWED_FAMILIES)) return fail(EACCES);
       if (
         inet && !(type === SOCK.STREAM && protocol === IPPROTO.TCP) &&

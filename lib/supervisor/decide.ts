@@ -5,12 +5,12 @@
  *
  * @module
  */
-import type { Policy } from "../policy.ts";
-import { scopeCovers } from "../path_scope.ts";
+import type { Policy } from "../policy/policy.ts";
+import { scopeCovers } from "../policy/path_scope.ts";
 import type { PathScope } from "../types.ts";
-import { protectedHit, type ProtectedPath } from "../protected_paths.ts";
-import type { WriteCall } from "../syscall_table.ts";
-import { isDynamicLoader } from "../loader.ts";
+import { protectedHit, type ProtectedPath } from "../policy/protected_paths.ts";
+import type { WriteCall } from "../filter/syscall_table.ts";
+import { isDynamicLoader } from "../policy/loader.ts";
 
 /**
  * floor: allowed, and Landlock lets the sandbox make it itself (a CONTINUE is safe for a call it covers);
@@ -25,7 +25,7 @@ export interface WriteContext {
   floor: readonly PathScope[];
   /** Floor trees holding a deny rule (fast_roots.ts taintedFloor): allowed writes there are performed. */
   tainted: readonly PathScope[];
-  /** lib/protected_paths.ts: ask even where a rule allows. */
+  /** lib/policy/protected_paths.ts: ask even where a rule allows. */
   protected: readonly ProtectedPath[];
 }
 
@@ -90,7 +90,7 @@ export function writeAnswer(call: WriteCall, verdicts: readonly Verdict[], fdFor
 export interface ExecVerdict {
   effect: "allow" | "deny" | "ask";
   at: string;
-  /** Denied as the dynamic loader run as a program (lib/loader.ts): said why. */
+  /** Denied as the dynamic loader run as a program (lib/policy/loader.ts): said why. */
   loader?: boolean;
 }
 

@@ -2,7 +2,7 @@
  * The fast path checked against the one decision. With HALLPASS_FASTPATH_RECORD=FILE, the C fast path
  * (helper/fastpath/fastpath.c) appends every answer it gives to FILE, and the supervisor appends, whenever it
  * hands the fast path new roots, the context its decisions are made in. `replay()` (pure) runs every recorded
- * answer through the TypeScript decision (lib/supervisor/decide.ts, lib/policy.ts) and lists each answer the
+ * answer through the TypeScript decision (lib/supervisor/decide.ts, lib/policy/policy.ts) and lists each answer the
  * mediator would not have given. tests/e2e/fast_replay_test.ts drives real workloads and fails on any.
  *
  * Lines (tab-separated, one write each, several hallpass processes may share the file):
@@ -15,11 +15,11 @@
  *
  * @module
  */
-import { Policy } from "../policy.ts";
-import { lookupInPath } from "../path_lookup.ts";
+import { Policy } from "../policy/policy.ts";
+import { lookupInPath } from "../policy/path_lookup.ts";
 import type { PathScope, Rule } from "../types.ts";
-import type { ProtectedPath } from "../protected_paths.ts";
-import { WRITE_CALLS } from "../syscall_table.ts";
+import type { ProtectedPath } from "../policy/protected_paths.ts";
+import { WRITE_CALLS } from "../filter/syscall_table.ts";
 import { taintedFloor } from "./fast_roots.ts";
 import { execVerdict, inFloor, writeAnswer, type WriteContext, writeVerdict } from "./decide.ts";
 

@@ -7,10 +7,10 @@
  *
  * @module
  */
-import type { PathEntry, Policy } from "../policy.ts";
+import type { PathEntry, Policy } from "../policy/policy.ts";
 import type { FastRoots } from "../../ffi/fastpath.ts";
 import type { PathScope } from "../types.ts";
-import { globDir, scopeCovers } from "../path_scope.ts";
+import { globDir, scopeCovers } from "../policy/path_scope.ts";
 
 interface Scope {
   path: string;

@@ -10,10 +10,10 @@
 import { pipe, pollReadable, writeAll } from "../../ffi/libc.ts";
 import { close } from "../../ffi/libc.ts";
 import type { Answer, AskBackend, Question, Rule } from "../types.ts";
-import { ruleFileLine } from "../rules_file.ts";
-import { isGlobTarget } from "../path_scope.ts";
+import { ruleFileLine } from "../policy/rules_file.ts";
+import { isGlobTarget } from "../policy/path_scope.ts";
 import type { SessionConfig, ToMain, ToWorker } from "./session_config.ts";
-import type { Summary } from "../summary.ts";
+import type { Summary } from "../cli/summary.ts";
 
 /** How long an answer is given again to the same process asking the same thing (see SupervisorHost.#ask). */
 const REUSE_MS = 3000;
@@ -94,9 +94,9 @@ export class SupervisorHost {
     ] = await Promise.all([
       import("../../ffi/fastpath.ts"),
       import("../../ffi/notify.ts"),
-      import("../policy.ts"),
+      import("../policy/policy.ts"),
       import("./fast_roots.ts"),
-      import("../path_lookup.ts"),
+      import("../policy/path_lookup.ts"),
       import("./fast_replay.ts"),
     ]);
     const fast = FastPath.open(cfg.fastPath);
@@ -176,7 +176,7 @@ export class SupervisorHost {
     const lib = this.#cfg.fastPath !== undefined && this.#cfg.fastPath !== null
       ? Promise.resolve(this.#cfg.fastPath)
       : this.#cfg.container
-      ? import("../run.ts").then((r) => r.fastPathLibrary())
+      ? import("../sandbox/run.ts").then((r) => r.fastPathLibrary())
       : Promise.resolve(null);
     Promise.all([lib, import("../../ffi/watchdog.ts"), import("../../ffi/notify.ts")]).then(
       ([lib, w, { NotifyFd }]) => {

@@ -19,16 +19,16 @@ import { setThreadEffectiveCaps, setThreadFsCreds } from "../../ffi/creds.ts";
 import { getRemoteFd, type Notification, type NotifyFd, openat2, RESOLVE } from "../../ffi/notify.ts";
 import { fs, S_IFDIR, S_IFIFO, S_IFREG } from "../../ffi/fsops.ts";
 import { resolveSyscall } from "../../ffi/seccomp.ts";
-import { formatSource, Policy } from "../policy.ts";
-import { formatRule } from "../rules_file.ts";
-import { isGlobTarget } from "../path_scope.ts";
-import { suggestExecScopes, suggestScopes } from "../suggest_scope.ts";
-import { siblingScope } from "../atomic_save.ts";
-import { MAGIC_PREFIX } from "../request_protocol.ts";
+import { formatSource, Policy } from "../policy/policy.ts";
+import { formatRule } from "../policy/rules_file.ts";
+import { isGlobTarget } from "../policy/path_scope.ts";
+import { suggestExecScopes, suggestScopes } from "../policy/suggest_scope.ts";
+import { siblingScope } from "../policy/atomic_save.ts";
+import { MAGIC_PREFIX } from "../policy/request_protocol.ts";
 import type { Answer, Op, PathScope, Question, Rule } from "../types.ts";
 import { baseDir, pathExists, type Resolved, resolvePath } from "./resolve.ts";
 import { view } from "./view.ts";
-import { lookupInPath } from "../path_lookup.ts";
+import { lookupInPath } from "../policy/path_lookup.ts";
 import type { SessionConfig, ToMain } from "./session_config.ts";
 import {
   AT_EMPTY_PATH,
@@ -38,24 +38,24 @@ import {
   NEW_SYSCALL_NUMBERS,
   WRITE_CALLS,
   type WriteCall,
-} from "./../syscall_table.ts";
+} from "../filter/syscall_table.ts";
 import { ProcInfo } from "./proc_info.ts";
 import { fastRootsOf, taintedFloor } from "./fast_roots.ts";
 import type { FastRoots } from "../../ffi/fastpath.ts";
 import { type NetKind, NetMediator, type NetOp } from "./connect.ts";
 import { unixAddr } from "../../ffi/unix_socket.ts";
 import { bindFd } from "../../ffi/net.ts";
-import { type ConnectTarget, formatTarget, suggestDestScopes } from "../connect_dest.ts";
-import { isLoopback, netVerdict } from "../socket_policy.ts";
+import { type ConnectTarget, formatTarget, suggestDestScopes } from "../policy/connect_dest.ts";
+import { isLoopback, netVerdict } from "../policy/socket_policy.ts";
 import { RequestHandler } from "./requests.ts";
 import { otherProcessPath, SysCalls } from "./sys_calls.ts";
-import { formatScope } from "../path_scope.ts";
-import { protectedHit, type ProtectedPath } from "../protected_paths.ts";
-import { privilegedRefusal, privilegedXattr } from "../privileged_bits.ts";
+import { formatScope } from "../policy/path_scope.ts";
+import { protectedHit, type ProtectedPath } from "../policy/protected_paths.ts";
+import { privilegedRefusal, privilegedXattr } from "../policy/privileged_bits.ts";
 import { execVerdict, inFloor, type Verdict, writeVerdict } from "./decide.ts";
 import { recordContext } from "./fast_replay.ts";
 import { ANOTHER_TERMINAL, isPtyPath, isTerminalPath, openOwnPty } from "./other_terminals.ts";
-import { carvedCreateNotice } from "../read_floor.ts";
+import { carvedCreateNotice } from "../floor/read_floor.ts";
 
 const EPERM = 1,
   EAGAIN = 11,
@@ -135,7 +135,7 @@ export class Mediator {
   readonly #post: (m: ToMain) => void;
   readonly policy: Policy;
   readonly #floor: PathScope[];
-  /** lib/protected_paths.ts: ask even where a rule allows. */
+  /** lib/policy/protected_paths.ts: ask even where a rule allows. */
   readonly #protected: ProtectedPath[];
   /** Carved floor directories (session_config.ts). */
   readonly #carved: Set<string>;
@@ -143,7 +143,7 @@ export class Mediator {
   readonly #byNr = new Map<number, WriteCall | "execve" | "execveat" | "bind" | "cwd" | NetKind>();
   readonly net: NetMediator;
   readonly #pending = new Map<number, Pending>();
-  /** Paths already named by a carved-directory notice (lib/read_floor.ts carvedCreateNotice). */
+  /** Paths already named by a carved-directory notice (lib/floor/read_floor.ts carvedCreateNotice). */
   readonly #noticed = new Set<string>();
   #nextQid = 1;
   /** The main thread answers the command's own exec before the Worker starts. */
@@ -223,7 +223,7 @@ export class Mediator {
     this.#log = cfg.logPath ? Deno.openSync(cfg.logPath, { append: true, create: true, mode: 0o600 }) : null;
   }
 
-  /** Paths that ask even where a rule allows (lib/protected_paths.ts). */
+  /** Paths that ask even where a rule allows (lib/policy/protected_paths.ts). */
   get protectedPaths(): readonly ProtectedPath[] {
     return this.#protected;
   }
@@ -241,7 +241,7 @@ export class Mediator {
     if (this.#log || this.#cfg.container) return { write: [], exec: [], files: [] };
     // HALLPASS_FASTPATH_RECORD: what the fast path's answers from now on are replayed against.
     recordContext({ ...this.#cfg, rules: [...this.policy.rules], floor: [...this.#floor] });
-    // With connects not mediated, the fast path performs IP connects and sends (lib/socket_policy.ts).
+    // With connects not mediated, the fast path performs IP connects and sends (lib/policy/socket_policy.ts).
     return {
       ...fastRootsOf(this.policy, this.#floor, this.#cfg.mediate.exec),
       netDirect: !this.#cfg.mediate.connect,
@@ -850,7 +850,7 @@ export class Mediator {
       project: this.#cfg.project,
     });
     if (p.op === "write") {
-      // An atomic save (lib/atomic_save.ts): "NAME and its temporary siblings" offered first and suggested.
+      // An atomic save (lib/policy/atomic_save.ts): "NAME and its temporary siblings" offered first and suggested.
       const from = p.targets.length === 2 && p.call?.kind === "rename" && target === p.targets[1].path
         ? p.targets[0].path
         : null;
@@ -1259,7 +1259,7 @@ export class Mediator {
     const a = n.args;
     const attr = this.#nfd.readCString(n.tid, a[nameArg], 256);
     if (attr === null) return -EFAULT;
-    if (privilegedXattr(attr) && !this.#cfg.allowPrivilegedFiles) return -EPERM; // decided on the copy that is used (lib/privileged_bits.ts)
+    if (privilegedXattr(attr) && !this.#cfg.allowPrivilegedFiles) return -EPERM; // decided on the copy that is used (lib/policy/privileged_bits.ts)
     const size = Number(a[sizeArg] & 0xffffffffn);
     if (size > 65536) return -7; // E2BIG
     const value = new Uint8Array(Math.max(128, size));
@@ -1313,7 +1313,7 @@ export class Mediator {
     if (fd < 0) return this.#fail(n, -fd);
     const p: Pending = { n, op: "write", call: null, targets: [target], fdCopy: -1, bindFd: fd, qid: 0 };
     // Performed here in the floor too, so that the socket the sandbox made is known as its own (connects to
-    // it need no question: lib/socket_policy.ts) only once it exists.
+    // it need no question: lib/policy/socket_policy.ts) only once it exists.
     if (v === "allow" || v === "floor") return this.#allow(p, false, v === "floor" ? "floor" : "rule");
     this.#ask(p, r.path, "bind");
   }
@@ -1364,7 +1364,7 @@ export class Mediator {
         fs.fchmodatNoFollow(dirfd, cstr(t.slice(i + 1)), 0o777 & ~this.proc.umask(p.n.tid));
         try {
           const st = Deno.lstatSync(name);
-          this.net.ownFiles.add(`${st.dev}:${st.ino}`); // the sandbox's own socket (lib/socket_policy.ts)
+          this.net.ownFiles.add(`${st.dev}:${st.ino}`); // the sandbox's own socket (lib/policy/socket_policy.ts)
         } catch { /* gone already */ }
         return 0;
       } finally {
@@ -1375,7 +1375,7 @@ export class Mediator {
     }
   }
 
-  /** connect, sends with a destination, listen: lib/socket_policy.ts decides, lib/supervisor/connect.ts does. */
+  /** connect, sends with a destination, listen: lib/policy/socket_policy.ts decides, lib/supervisor/connect.ts does. */
   #connect(n: Notification, kind: NetKind): void {
     const d = this.net.prepare(n, kind, this.proc.tgid(n.tid));
     if (d.kind === "continue") {
@@ -1520,7 +1520,7 @@ export class Mediator {
     if (v.at !== target) p.targets = [{ path: v.at, anon: false }]; // a script's interpreter decided
     if (v.effect === "allow") return this.#allow(p, false, "rule");
     if (v.loader) {
-      // Say why: the loader would run its first argument, which no exec decision sees (lib/loader.ts).
+      // Say why: the loader would run its first argument, which no exec decision sees (lib/policy/loader.ts).
       const shown = `${target} (the dynamic loader as a program: allowed only by a rule naming it)`;
       return this.#deny(n, syscall, shown, "exec", "rule", target);
     }

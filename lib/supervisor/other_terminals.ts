@@ -1,6 +1,6 @@
 /**
  * Other terminals (docs/threat-model.md, "Other terminals"): the sandbox may write its own terminal — the pty
- * hallpass runs it on, or without one the terminal of fds 0-2 (lib/plan.ts addTerminal), `/dev/tty` — and the
+ * hallpass runs it on, or without one the terminal of fds 0-2 (lib/sandbox/plan.ts addTerminal), `/dev/tty` — and the
  * ptys it opens itself through `/dev/ptmx` (tmux, an editor's terminal, `script`). Any other `/dev/pts/N` is
  * a terminal of the person's (another tmux pane, another ssh session) where the sandbox could print a fake
  * prompt or set the clipboard: opening it for writing asks like any write outside, and the bar says it is
@@ -16,7 +16,7 @@
 import { cstr, readlink } from "../../ffi/libc.ts";
 import { fs } from "../../ffi/fsops.ts";
 import { type Notification, type NotifyFd, openat2, RESOLVE } from "../../ffi/notify.ts";
-import type { ReadProtection } from "../secrets.ts";
+import type { ReadProtection } from "../policy/secrets.ts";
 
 export const ANOTHER_TERMINAL =
   "this is another terminal, not the sandbox's own: what it writes there appears where you did not run it";
@@ -47,7 +47,7 @@ export function ownTerminals(): string[] {
 }
 
 /**
- * The read side (lib/read_floor.ts): `/dev/pts` is a read hole, so a read-only open of another terminal
+ * The read side (lib/floor/read_floor.ts): `/dev/pts` is a read hole, so a read-only open of another terminal
  * (never trapped: reads are not) is refused by Landlock — it would read what is typed there. The sandbox's own
  * terminal and the ptmx node stay readable; a pty it opens itself with O_RDWR is opened by the supervisor.
  */

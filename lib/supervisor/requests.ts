@@ -10,15 +10,15 @@ import {
   destSpecificity,
   formatDest,
   parseConnectDest,
-} from "../connect_dest.ts";
-import { formatScope, isGlobTarget, scopeCovers } from "../path_scope.ts";
-import { type DecodedRequest, decodeRequestBytes, LINUX_ERRNO as E } from "../request_protocol.ts";
+} from "../policy/connect_dest.ts";
+import { formatScope, isGlobTarget, scopeCovers } from "../policy/path_scope.ts";
+import { type DecodedRequest, decodeRequestBytes, LINUX_ERRNO as E } from "../policy/request_protocol.ts";
 import type { Answer, Op, Question, Rule } from "../types.ts";
 import type { Mediator } from "./mediator.ts";
 import { baseDir, resolvePath } from "./resolve.ts";
 import type { SessionConfig } from "./session_config.ts";
-import { suggestScopes } from "../suggest_scope.ts";
-import { protectedHit } from "../protected_paths.ts";
+import { suggestScopes } from "../policy/suggest_scope.ts";
+import { protectedHit } from "../policy/protected_paths.ts";
 
 interface PendingRequest {
   n: Notification;
@@ -224,7 +224,7 @@ export class RequestHandler {
       }
     }
     const d = m.policy.decide(op, tree ? `${root === "/" ? "" : root}/\u0001probe` : root, now);
-    // A protected path (lib/protected_paths.ts) is not allowed by the rule that allows its surroundings.
+    // A protected path (lib/policy/protected_paths.ts) is not allowed by the rule that allows its surroundings.
     if (op === "write" && d.effect === "allow" && protectedHit(m.protectedPaths, root, false, d.rule)) {
       return "ask";
     }

@@ -10,7 +10,7 @@
  */
 import { readlink } from "../../ffi/libc.ts";
 import { view } from "./view.ts";
-import { normalizePath } from "../path_scope.ts";
+import { normalizePath } from "../policy/path_scope.ts";
 
 export type Resolved =
   | { kind: "path"; path: string }

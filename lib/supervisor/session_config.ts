@@ -2,7 +2,7 @@
  * What the main thread hands the supervisor Worker: plain data (structured-clonable), built once per run.
  */
 import type { Answer, ContainerIdentity, Question, Rule } from "../types.ts";
-import type { ProtectedPath } from "../protected_paths.ts";
+import type { ProtectedPath } from "../policy/protected_paths.ts";
 
 export interface SessionConfig {
   listenerFd: number;
@@ -23,11 +23,11 @@ export interface SessionConfig {
   /** Paths the Landlock floor lets the sandbox write (trees and exact files): allowed calls there CONTINUE. */
   floor: { kind: "exact" | "tree"; path: string }[];
   /**
-   * Floor directories granted entry by entry (lib/plan.ts carveFloor): every change of an entry there is
+   * Floor directories granted entry by entry (lib/sandbox/plan.ts carveFloor): every change of an entry there is
    * performed by the supervisor, which then drops that entry from the floor (a new file there is in no rule).
    */
   carved?: string[];
-  /** Paths that ask even inside the floor (lib/protected_paths.ts). */
+  /** Paths that ask even inside the floor (lib/policy/protected_paths.ts). */
   protected?: ProtectedPath[];
   rules: Rule[];
   mediate: { exec: boolean; connect: boolean };
@@ -43,17 +43,17 @@ export interface SessionConfig {
   /** The command's umask (the supervisor runs with umask 0 and applies the command's itself). */
   umask: number;
   /**
-   * Directories on the way to a protected location (lib/read_floor.ts), with the inode number each name had
+   * Directories on the way to a protected location (lib/floor/read_floor.ts), with the inode number each name had
    * at start: a file made there during the run cannot be read back, and the person is told when the
    * supervisor makes one.
    */
   readCarved?: Map<string, Map<string, number | undefined>>;
   /**
-   * Read protections in force (lib/secrets.ts): `protect` unreadable, `readable` made readable inside one. A
+   * Read protections in force (lib/policy/secrets.ts): `protect` unreadable, `readable` made readable inside one. A
    * performed rename or link must not carry a protected file to where it can be read.
    */
   readProtected?: { protect: string[]; readable: string[] };
-  /** The fast path library (lib/run.ts fastPathLibrary), or null: the mediator answers everything. */
+  /** The fast path library (lib/sandbox/run.ts fastPathLibrary), or null: the mediator answers everything. */
   fastPath?: string | null;
   /**
    * A notification the main thread's fast path received and could not answer (a struct seccomp_notif): the

@@ -1,5 +1,5 @@
 /**
- * The supervisor's decisions on the calls lib/filter_sys.ts traps that are neither writes, execs nor connects:
+ * The supervisor's decisions on the calls lib/filter/filter_sys.ts traps that are neither writes, execs nor connects:
  * calls aimed at another process, keyring calls, and ioctls that change a file. docs/threat-model.md ("Other
  * processes, keyrings, ioctls and system-wide calls") says what they promise.
  *
@@ -25,8 +25,8 @@ import {
   FILE_IOCTLS,
   KEYRING_CALLS,
   PROCESS_CALLS,
-} from "../filter_sys.ts";
-import type { Policy } from "../policy.ts";
+} from "../filter/filter_sys.ts";
+import type { Policy } from "../policy/policy.ts";
 
 const EPERM = 1, ESRCH = 3;
 

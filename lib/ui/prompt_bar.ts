@@ -19,7 +19,7 @@
  */
 
 import type { Answer, Question } from "../types.ts";
-import { formatDuration } from "../duration.ts";
+import { formatDuration } from "../policy/duration.ts";
 import { displayWidth, truncateEnd, truncateMiddle, visible } from "./sanitize.ts";
 import { KeyReader } from "./key_reader.ts";
 

@@ -215,7 +215,7 @@ test({
     assertEquals(r["unshare-user"], "EPERM");
     assertEquals(r["clone-newuser"], "EPERM");
     assert(r["clone3-newuser"] === "ENOSYS" || r["clone3-newuser"] === "EPERM", r["clone3-newuser"]);
-    // unshare(CLONE_NEWNS) is refused by the filter, root included (lib/filter_sys.ts); Landlock would forbid
+    // unshare(CLONE_NEWNS) is refused by the filter, root included (lib/filter/filter_sys.ts); Landlock would forbid
     // every mount anyway.
     assertEquals(r["unshare-ns"], "EPERM");
     assertEquals(r["mount-tmpfs"], "EPERM");

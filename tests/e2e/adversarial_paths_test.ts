@@ -249,7 +249,7 @@ Deno.test("a project directory swapped for a symlink to outside while files are 
     const s = await scratch();
     try {
       // In a directory that exists at start: the project's top is carved around .git and .hallpass
-      // (lib/plan.ts carveFloor), and creates there are performed by the supervisor, not continued.
+      // (lib/sandbox/plan.ts carveFloor), and creates there are performed by the supervisor, not continued.
       Deno.mkdirSync(`${s.project}/sub`);
       const r = await hallpass([
         "--no-ask",

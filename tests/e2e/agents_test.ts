@@ -16,8 +16,8 @@
 import { ok as assert } from "node:assert/strict";
 import { hallpass, ROOT } from "./harness.ts";
 import { makeScratch, q, sleep, Tmux } from "./tmux.ts";
-import { agentRules } from "../../lib/agents.ts";
-import { parsePathScope, scopeCovers } from "../../lib/path_scope.ts";
+import { agentRules } from "../../lib/policy/agent_recipes.ts";
+import { parsePathScope, scopeCovers } from "../../lib/policy/path_scope.ts";
 import { type Need, test, tool } from "../helpers/skip.ts";
 
 interface Setup {
@@ -214,7 +214,7 @@ function inRecipe(name: string, home: string): (p: string) => boolean {
 function screenIntact(c: AgentCase, s: string): void {
   assert(c.ui.test(s), `the agent's screen is not shown:\n${s}`);
   assert(!s.includes("[o] allow once"), `the bar is still up:\n${s}`);
-  // Once the agent has exited, hallpass's summary (what was denied; reads: lib/read_floor.ts) follows its output.
+  // Once the agent has exited, hallpass's summary (what was denied; reads: lib/floor/read_floor.ts) follows its output.
   const own = s.split("\n").filter((l) =>
     /^hallpass: /.test(l) &&
     !/^hallpass: (\d+ kind\(s\) of operation were denied|not protected, as they lie|made during the run|reads of protected)/

@@ -1,5 +1,5 @@
 /**
- * Atomic saves, prompt side (lib/atomic_save.ts): a program writes `NAME.tmp.PID` next to NAME and renames it
+ * Atomic saves, prompt side (lib/policy/atomic_save.ts): a program writes `NAME.tmp.PID` next to NAME and renames it
  * over NAME. The question offers (and suggests) "NAME and its temporary siblings" (`DIR/NAME*`); answered with
  * that scope, the temporary file and the rename over NAME are one question. A rename of a temporary sibling
  * over NAME is asked about NAME and shows both ends. Counted from outside: the ask program's log; NAME's
@@ -7,7 +7,7 @@
  */
 import { deepStrictEqual as assertEquals } from "node:assert/strict";
 import { askProgram, hallpass, readQuestions, scratch } from "./harness.ts";
-import { siblingScope, tempSiblingBase } from "../../lib/atomic_save.ts";
+import { siblingScope, tempSiblingBase } from "../../lib/policy/atomic_save.ts";
 
 Deno.test("atomic save: NAME.tmp.PID then rename over NAME is one question, scoped NAME*", async () => {
   const s = await scratch();

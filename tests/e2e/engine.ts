@@ -8,7 +8,7 @@
 import { type Need, test } from "../helpers/skip.ts";
 import { replay, type ReplayResult } from "../../lib/supervisor/fast_replay.ts";
 import { resolveSyscall } from "../../ffi/seccomp.ts";
-import { NEW_SYSCALL_NUMBERS, WRITE_CALLS } from "../../lib/syscall_table.ts";
+import { NEW_SYSCALL_NUMBERS, WRITE_CALLS } from "../../lib/filter/syscall_table.ts";
 
 /** The native architecture's syscall names by number, for the calls the fast path answers. */
 export function syscallNames(): Map<number, string> {

@@ -1,5 +1,5 @@
 /**
- * The Landlock execute floor (lib/exec_floor.ts, docs/exec.md): under --no-ask the kernel runs only programs
+ * The Landlock execute floor (lib/floor/exec_floor.ts, docs/exec.md): under --no-ask the kernel runs only programs
  * the rules allow, so a thread that swaps the exec path after the supervisor's decision runs nothing that
  * was refused. Judged from outside: the refused program appends a line to a file the test reads afterwards.
  * Controls: the same race without hallpass, and under hallpass without the floor (an ask program answering

@@ -5,7 +5,7 @@
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { exists, hallpass, scratch } from "./harness.ts";
-import { DENIED_STATUS, finalStatus } from "../../lib/fail_on_deny.ts";
+import { DENIED_STATUS, finalStatus } from "../../lib/cli/fail_on_deny.ts";
 
 Deno.test("finalStatus: 123 only when the command exited 0 and something was denied", () => {
   assertEquals(finalStatus(0, true, true), DENIED_STATUS);

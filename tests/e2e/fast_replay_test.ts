@@ -3,7 +3,7 @@
  * hallpass with HALLPASS_FASTPATH_RECORD set: the C fast path records every answer it gives, with the
  * canonical paths it decided on, and the supervisor records the context (rules, floor, protected paths).
  * Every answer is then replayed through the TypeScript decision the mediator runs (lib/supervisor/decide.ts,
- * lib/policy.ts): one answer the mediator would not have given fails the test.
+ * lib/policy/policy.ts): one answer the mediator would not have given fails the test.
  *
  * Each workload runs twice, with the fast path and with HALLPASS_FAST_PATH=0, and each run asserts which
  * engine answered: the fast path's run recorded answers of its own, the mediator's none (a missing fast-path
@@ -126,7 +126,7 @@ for (const w of WORKLOADS) {
       const s = await scratch();
       try {
         // The work happens in a directory that is there at start: the project's top may be carved entry by
-        // entry (lib/plan.ts carveFloor), and a name made there later is the mediator's.
+        // entry (lib/sandbox/plan.ts carveFloor), and a name made there later is the mediator's.
         const work = `${s.project}/work`;
         await Deno.mkdir(`${work}/tmp`, { recursive: true });
         await w.setup?.(work);

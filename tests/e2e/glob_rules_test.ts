@@ -1,5 +1,5 @@
 /**
- * Glob rules (`DIR/NAME*`, one `*` in the last component: lib/path_scope.ts) against a hostile sandbox, judged
+ * Glob rules (`DIR/NAME*`, one `*` in the last component: lib/policy/path_scope.ts) against a hostile sandbox, judged
  * from outside: what a glob allows stays inside its one directory and its pattern, through symlinks, renames and
  * directories named to match; and a file whose name holds a `*` cannot turn an answer into a glob over its
  * neighbours. Each attack's control runs the same commands without hallpass and changes the outside file.

@@ -7,7 +7,7 @@
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { readQuestions } from "./harness.ts";
-import { decodeRequestBytes, encodeRequest, percentEncode } from "../../lib/request_protocol.ts";
+import { decodeRequestBytes, encodeRequest, percentEncode } from "../../lib/policy/request_protocol.ts";
 import { q, requestScratch, session, show } from "./request_harness.ts";
 
 /** Answers of the table (docs/request-protocol.md), by name. */

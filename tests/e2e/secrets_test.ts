@@ -1,5 +1,5 @@
 /**
- * Credential files are unreadable from the sandbox unless allowed (lib/secrets.ts, lib/read_floor.ts), judged
+ * Credential files are unreadable from the sandbox unless allowed (lib/policy/secrets.ts, lib/floor/read_floor.ts), judged
  * from outside: every entry of the built-in list gets a planted secret in a scratch $HOME; the same script
  * reads them bare (the control: they are readable on this machine, by this user) and under hallpass (EACCES).
  * Then the ways around: symlinks, `..`, /proc/self/fd, openat from a dirfd of $HOME, open_by_handle_at, mmap,
@@ -9,7 +9,7 @@
 import { deepStrictEqual as assertEquals, match as assertMatch, ok as assert } from "node:assert/strict";
 import { bare, compileHelper, hallpass, isRoot, scratch } from "./harness.ts";
 import { test, tool } from "../helpers/skip.ts";
-import { BUILTIN } from "../../lib/secrets.ts";
+import { BUILTIN } from "../../lib/policy/secrets.ts";
 
 const SECRET = "TOPSECRET";
 

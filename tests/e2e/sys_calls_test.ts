@@ -1,6 +1,6 @@
 /**
  * Calls aimed at other processes, keyrings, file-changing ioctls, system-wide calls and root's capabilities
- * (lib/filter_sys.ts, lib/supervisor/sys_calls.ts, the launcher's drop_capabilities; docs/threat-model.md).
+ * (lib/filter/filter_sys.ts, lib/supervisor/sys_calls.ts, the launcher's drop_capabilities; docs/threat-model.md).
  * Each effect is judged from outside the sandbox (/proc/PID/limits, the nice value, the affinity, lsattr, the
  * keyring searched by a process outside), with a control that runs the same probe without hallpass. As root
  * and as hallpass-test (tests/run_all.sh); the root-only parts say so.

@@ -1,0 +1,470 @@
+/**
+ * Apply and run: builds the kernel objects from a plan (Landlock ruleset, seccomp BPF), starts the launcher,
+ * receives the seccomp listener, answers the command's own exec, hands the rest to the supervisor, waits for
+ * the command and returns its exit status. Failures before the command runs throw HallpassError (exit 125).
+ */
+import { closeInheritedOnExec } from "../../ffi/inherited_fds.ts";
+import {
+  AT_FDCWD,
+  close,
+  cstr,
+  executableOnDisk,
+  existsOnDisk,
+  libc,
+  O,
+  pollFds,
+  readAsync,
+  recvWithFds,
+  sendWithFds,
+  seqpacketPair,
+  setCloexec,
+  setUmask,
+} from "../../ffi/libc.ts";
+import { createRuleset, landlockAbi } from "../../ffi/landlock.ts";
+import { spawn, type Spawned } from "../../ffi/spawn.ts";
+import { FILTER_SOURCES, prebuiltFilterName } from "../filter/filter_files.ts";
+import { getRemoteFd, NotifyFd, userNotifAvailable } from "../../ffi/notify.ts";
+import type { CliOptions } from "../cli/options.ts";
+import { addTerminal, landlockPlan, type Plan } from "./plan.ts";
+import { execFloor } from "../floor/exec_floor.ts";
+import { ownTerminals, withTerminalReads } from "../supervisor/other_terminals.ts";
+import { CarveLimitError } from "../floor/landlock_carve.ts";
+import { existingResolver, realCarveFs } from "../floor/carve_fs.ts";
+import { newInCarved, readExitLines, readFloor, readStartLines, treesToMake } from "../floor/read_floor.ts";
+import type { AskBackend } from "../types.ts";
+import { NoAsk } from "../ask/no_ask.ts";
+import { Summary } from "../cli/summary.ts";
+import { DENIED_STATUS, finalStatus } from "../cli/fail_on_deny.ts";
+import { SupervisorHost } from "../supervisor/host.ts";
+import type { PtySession } from "../ui/terminal.ts";
+import { noteCommandSignal } from "../cli/command_signal.ts";
+import { lazyImport } from "../util/lazy_import.ts";
+
+export class HallpassError extends Error {
+  constructor(message: string, readonly hint?: string) {
+    super(message);
+  }
+}
+
+/** Launcher protocol (helper/launcher/launcher.c). */
+const MAGIC = 0x31504c48;
+const CFG = { RULESET: 1, PTY: 2, WAIT_KILLABLE: 4, SIGINT_IGN: 8, SIGQUIT_IGN: 16 };
+const EACCES = 13;
+/** How long a command told to end (SIGTERM, SIGHUP) may take before hallpass ends the whole sandbox. */
+const END_GRACE_MS = 3000;
+
+/** Where the launcher binary is: beside the sources, or unpacked from the compiled binary to a cache. */
+export function launcherPath(): string {
+  return bundledFile("hallpass-launcher", 0o755);
+}
+
+/** The supervisor's fast path library, or null when it was not built (the mediator then does everything). */
+export function fastPathLibrary(): string | null {
+  try {
+    return bundledFile("libhallpass-fastpath.so", 0o644);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * A file from build/ as a path the kernel can use. Asked of the real file system (FFI, not Deno's API): in a
+ * compiled binary the path exists only in the embedded one, and the kernel can neither execute nor map it from
+ * there, so it is copied once into ~/.cache/hallpass, named by its contents.
+ */
+function bundledFile(name: string, mode: number): string {
+  const p = decodeURIComponent(new URL(`../../build/${name}`, import.meta.url).pathname);
+  if ((mode & 0o111) !== 0 ? executableOnDisk(p) : existsOnDisk(p)) return p;
+  const bytes = Deno.readFileSync(p);
+  const home = Deno.env.get("HOME") ?? "/tmp";
+  const cache = `${Deno.env.get("XDG_CACHE_HOME") || home + "/.cache"}/hallpass`;
+  let sum = bytes.length;
+  for (const b of bytes) sum = (Math.imul(sum, 31) + b) >>> 0;
+  const base = name.replace(/^hallpass-/, "").replace(/\.so$/, "");
+  const target = `${cache}/${base}-${sum.toString(16)}${name.endsWith(".so") ? ".so" : ""}`;
+  try {
+    if (Deno.statSync(target).size === bytes.length) return target;
+  } catch {
+    // first run
+  }
+  Deno.mkdirSync(cache, { recursive: true, mode: 0o700 });
+  const tmp = `${target}.${Deno.pid}`;
+  Deno.writeFileSync(tmp, bytes, { mode });
+  Deno.renameSync(tmp, target);
+  return target;
+}
+
+/**
+ * The BPF program for the launcher, as an fd it reads: the one `make` prebuilt for exactly this plan
+ * (lib/filter/filter_build.ts), else compiled now with libseccomp into a memfd.
+ */
+async function filterFd(opts: CliOptions): Promise<number> {
+  const name = prebuiltFilterName(opts.mediate.connect);
+  try {
+    const built = Deno.statSync(new URL(`../../build/${name}`, import.meta.url)).mtime;
+    // From the sources, the plan may have changed since `make` (a compiled binary carries what make built).
+    const stale = built === null ||
+      FILTER_SOURCES.some((f) =>
+        (Deno.statSync(new URL(`../../${f}`, import.meta.url)).mtime ?? built) > built
+      );
+    if (!stale) {
+      const fd = libc().openat(AT_FDCWD, cstr(bundledFile(name, 0o644)), O.RDONLY | O.CLOEXEC, 0);
+      if (fd >= 0) return fd;
+    }
+  } catch {
+    // not prebuilt: compile it
+  }
+  const [{ compileFilter }, { BAD_ARCH_ACTION, compiledRules }] = await Promise.all([
+    lazyImport<typeof import("../../ffi/seccomp.ts")>(new URL("../../ffi/seccomp.ts", import.meta.url)),
+    lazyImport<typeof import("../filter/filter_build.ts")>(
+      new URL("../filter/filter_build.ts", import.meta.url),
+    ),
+  ]);
+  return compileFilter(compiledRules(opts.mediate.connect), BAD_ARCH_ACTION).memfd;
+}
+
+/**
+ * Whether this process already runs under hallpass: inside a seccomp filter, the magic request path answers
+ * with something other than "no such file". Checked only when a filter is installed at all.
+ */
+function insideHallpass(): boolean {
+  try {
+    if (!/^Seccomp:\s*2$/m.test(Deno.readTextFileSync("/proc/self/status"))) return false;
+    new Deno.Command("/.hallpass/v1/check/write/%2F", { stdin: "null", stdout: "null", stderr: "null" })
+      .outputSync();
+    return true;
+  } catch (e) {
+    return !(e instanceof Deno.errors.NotFound);
+  }
+}
+
+function preflight(): number {
+  if (insideHallpass()) {
+    throw new HallpassError(
+      "already running under hallpass: sandboxes cannot be nested (the kernel allows one seccomp supervisor per process)",
+      "run the command directly: the hallpass around this one already mediates it",
+    );
+  }
+  const abi = landlockAbi();
+  if (abi < 1) {
+    throw new HallpassError(
+      "Landlock is not available on this kernel: refusing to run unprotected",
+      "hallpass needs Landlock (Linux ≥ 5.13, booted with lsm=...,landlock); `hallpass doctor` says more",
+    );
+  }
+  if (!userNotifAvailable()) {
+    throw new HallpassError(
+      "seccomp user notification is not available: refusing to run unprotected",
+      "Linux ≥ 5.19 is needed; `hallpass doctor` says more",
+    );
+  }
+  return abi;
+}
+
+export async function runSandbox(opts: CliOptions, plan: Plan, interactive: boolean): Promise<number> {
+  const abi = preflight();
+  const userUmask = setUmask(0); // the supervisor applies the command's umask itself
+  // fds above 2 hallpass was given reach the command only with --keep-fds (docs/threat-model.md).
+  if (!opts.keepFds) closeInheritedOnExec();
+
+  let pty: PtySession | null = null;
+  const warn = (line: string) => {
+    // Through the screen gate in pty mode, so a line never lands in the middle of the bar.
+    if (pty) pty.gate.output(new TextEncoder().encode(line + "\r\n"));
+    else console.error(line);
+  };
+  let child: Spawned | null = null;
+  const forward = (sig: Deno.Signal) => child?.kill(signalNumber(sig));
+  /**
+   * hallpass itself was told to end (SIGTERM, SIGHUP: its terminal is gone). The signal goes to the command, as
+   * it would without hallpass; if the command is still there after a grace period (it ignores the signal),
+   * hallpass exits, and the launcher then kills everything in the sandbox: nothing outlives the session.
+   */
+  let ending = false;
+  const end = (sig: "SIGTERM" | "SIGHUP" | "SIGINT") => {
+    forward(sig);
+    if (ending) return;
+    ending = true;
+    setTimeout(() => {
+      pty?.restore();
+      Deno.exit(128 + signalNumber(sig));
+    }, END_GRACE_MS);
+  };
+
+  let backend: AskBackend;
+  if (opts.askProgram) {
+    const { AskProgram } = await lazyImport<typeof import("../ask/ask_program.ts")>(
+      new URL("../ask/ask_program.ts", import.meta.url),
+    );
+    backend = new AskProgram(opts.askProgram, { timeoutMs: opts.askTimeoutMs, warn });
+  } else if (interactive && !opts.noAsk) {
+    const { PtySession, TerminalAsk } = await lazyImport<typeof import("../ui/terminal.ts")>(
+      new URL("../ui/terminal.ts", import.meta.url),
+    );
+    pty = PtySession.open({ onSignal: (sig) => end(sig), title: `hallpass: ${plan.argv.join(" ")}` });
+    backend = new TerminalAsk(pty, { forMs: opts.forMs, askTimeoutMs: opts.askTimeoutMs });
+  } else {
+    backend = new NoAsk();
+  }
+
+  // The sandbox's own terminal: the pty it runs on, or (without one) the terminal of fds 0-2. No other terminal
+  // of the person's is writable without asking (lib/supervisor/other_terminals.ts).
+  for (const t of pty ? [pty.slavePath] : ownTerminals()) addTerminal(plan, t);
+
+  // --- kernel objects, and the launcher
+  for (
+    const d of treesToMake(plan.rules, plan.reads.protect.map((p) => p.path), (p) => {
+      try {
+        Deno.lstatSync(p);
+        return true;
+      } catch {
+        return false;
+      }
+    }, (p) => realCarveFs.shared?.(p) ?? false)
+  ) {
+    try {
+      Deno.mkdirSync(d, { recursive: true, mode: 0o700 });
+    } catch {
+      // not made: written during the run, it is named then (a carved directory's notice)
+    }
+  }
+  let reads;
+  try {
+    reads = readFloor(
+      withTerminalReads(plan.reads, pty ? [pty.slavePath] : ownTerminals()),
+      plan.project,
+      realCarveFs,
+      existingResolver(),
+    );
+  } catch (e) {
+    if (!(e instanceof CarveLimitError)) throw e;
+    throw new HallpassError(
+      `cannot protect the credential locations: ${e.message}`,
+      "--allow-read the protected locations below that directory (`hallpass rules` lists them)",
+    );
+  }
+  // Said before the command starts; over a terminal the program owns, at exit instead.
+  const readLines = opts.quiet ? [] : readStartLines(reads, plan.reads, plan.project, plan.home);
+  if (plan.uncarved && !opts.quiet) {
+    readLines.unshift(
+      `hallpass: ${plan.uncarved}: every write there is decided and performed by hallpass this session (slower)`,
+    );
+  }
+  if (!pty) readLines.forEach((l) => warn(l));
+  // The execute floor: only without a person, and only when execs are decided at all (lib/floor/exec_floor.ts).
+  const noPerson = backend instanceof NoAsk && opts.mediate.exec;
+  const ruleset = createRuleset(
+    landlockPlan(plan, abi, opts.mediate.connect, noPerson ? execFloor(plan) : undefined, reads),
+    abi,
+  );
+  const bpf = await filterFd(opts);
+  const [mySock, childSock] = seqpacketPair();
+  setCloexec(childSock, false);
+  // The command can tell it runs under hallpass (e.g. for a PS1 marker: README).
+  Deno.env.set("HALLPASS", "1");
+  try {
+    const path = launcherPath();
+    child = spawn(path, [path, String(childSock), plan.program, ...plan.argv]);
+  } catch (e) {
+    throw new HallpassError(`cannot start the launcher: ${(e as Error).message}`, "rebuild with `make`");
+  } finally {
+    close(childSock);
+  }
+  const launcher = child;
+  const cfgMsg = new Uint8Array(16);
+  const dv = new DataView(cfgMsg.buffer);
+  dv.setUint32(0, MAGIC, true);
+  dv.setUint32(4, 1, true);
+  dv.setUint32(8, CFG.RULESET | CFG.WAIT_KILLABLE | (pty ? CFG.PTY : 0), true);
+  dv.setUint32(12, userUmask, true);
+  sendWithFds(mySock, cfgMsg, [bpf, ruleset.fd, ...(pty ? [pty.slaveFd] : [])]);
+  close(bpf);
+  close(ruleset.fd);
+  pty?.closeSlave();
+
+  // --- the listener, handed over by the command's process right after it installed the filter
+  // On failure hallpass exits (125): its end of the socket closes and the launcher kills what it started.
+  // (SIGKILL of the launcher would orphan a command's process stuck before the hand-over.)
+  if (!pollFds([mySock], 10_000)) {
+    throw new HallpassError("the launcher did not start within 10 s");
+  }
+  const { data, fds: stray } = recvWithFds(mySock);
+  stray.forEach(close);
+  const rv = new DataView(data.buffer, data.byteOffset);
+  if (data.length < 16 || rv.getUint32(4, true) !== "R".charCodeAt(0)) {
+    const st = await launcher.status;
+    throw new HallpassError(
+      `the launcher failed (exit ${st.code})`,
+      "see the line above; `hallpass doctor` checks the kernel",
+    );
+  }
+  const commandPid = rv.getInt32(8, true);
+  const listenerFd = getRemoteFd(commandPid, rv.getInt32(12, true));
+  if (listenerFd < 0) {
+    throw new HallpassError(
+      `cannot take the seccomp listener from the sandbox (pidfd_getfd: errno ${-listenerFd})`,
+      "Yama ptrace_scope 2 or 3 forbids it; `hallpass doctor` says more",
+    );
+  }
+  answerFirstExec(listenerFd, commandPid);
+
+  // --- the supervisor
+  const summary = new Summary();
+  const host = new SupervisorHost({
+    listenerFd,
+    commandPid,
+    launcherPid: launcher.pid,
+    project: plan.project,
+    home: plan.home,
+    cwd: plan.cwd,
+    // Only what Landlock really holds is the floor: a path that does not exist yet cannot be in a rule, and
+    // writes there are emulated instead of continued.
+    floor: plan.floor.filter((f) => !ruleset.skipped.includes(f.path)).map((f) => ({
+      kind: f.kind,
+      path: f.path,
+    })),
+    carved: plan.carved ?? [],
+    protected: plan.protected ?? [],
+    rules: plan.rules,
+    mediate: { exec: opts.mediate.exec, connect: opts.mediate.connect },
+    noAsk: backend instanceof NoAsk,
+    allowKeyring: opts.allowKeyring === true,
+    allowPrivilegedFiles: opts.allowPrivilegedFiles === true,
+    pathEnv: plan.pathEnv,
+    logPath: opts.logPath ?? null,
+    umask: userUmask,
+    readCarved: reads.before,
+    readProtected: reads.before
+      ? { protect: plan.reads.protect.map((p) => p.path), readable: plan.reads.readable.map((p) => p.path) }
+      : undefined,
+    fastPath: fastPathLibrary(),
+  }, {
+    backend,
+    summary,
+    warn,
+    rulesFile: plan.userRulesFile,
+    // One line per denial (docs/ci.md) without a person; not over a program that owns the terminal while an ask
+    // program answers (the summary at exit still lists them).
+    printDenials: !pty && (backend instanceof NoAsk || !Deno.stderr.isTerminal()),
+    onFatal: (message) => {
+      // Fail closed: hallpass exits, its end of the launcher's socket closes, and the launcher kills every
+      // sandboxed process (SIGKILL of the launcher alone would leave them running, re-parented to init).
+      pty?.restore();
+      console.error(`hallpass: supervisor failed: ${message}; the sandbox was stopped`);
+      Deno.exit(125);
+    },
+  });
+  host.startWhenNeeded();
+
+  // --- signals: the terminal already sends Ctrl-C and Ctrl-\ to the command's process group
+  const handlers: [Deno.Signal, () => void][] = [];
+  if (!pty) {
+    for (const sig of ["SIGINT", "SIGQUIT"] as const) handlers.push([sig, () => {}]);
+    for (const sig of ["SIGTERM", "SIGHUP"] as const) handlers.push([sig, () => end(sig)]);
+    for (const [s, h] of handlers) Deno.addSignalListener(s, h);
+  }
+  pty?.start();
+  watchLauncher(mySock, plan.argv[0], warn, pty);
+
+  const status = await launcher.status;
+  await host.stop();
+  await backend.close();
+  if (pty) await pty.finish();
+  for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
+  if (!opts.quiet) {
+    summary.print((l) => console.error(l));
+    const failed = status.code !== 0 || !!status.signal;
+    if (pty) readLines.forEach((l) => console.error(l));
+    for (const l of readExitLines(newInCarved(reads, realCarveFs), failed, plan.home)) console.error(l);
+  }
+  if (status.signal) noteCommandSignal(status.signal); // main.ts dies of it too
+  const denied = summary.lines().length > 0;
+  const code = finalStatus(
+    status.signal ? 128 + status.signal : status.code,
+    denied,
+    opts.failOnDeny ?? false,
+  );
+  if (code === DENIED_STATUS && code !== status.code) {
+    console.error(`hallpass: the command succeeded, but something was denied: exit ${code} (--fail-on-deny)`);
+  }
+  return code;
+}
+
+/**
+ * The first trapped call is the launcher's exec of the command, which hallpass itself resolved: answered
+ * here, so the command starts without waiting for the supervisor Worker to load.
+ */
+function answerFirstExec(listenerFd: number, commandPid: number): void {
+  const nfd = new NotifyFd(listenerFd);
+  const execve = Deno.build.arch === "aarch64" ? 221 : 59; // without loading libseccomp for one number
+  if (!pollFds([listenerFd], 10_000)) return;
+  const n = nfd.recv();
+  if (n && n.tid === commandPid && n.nr === execve) nfd.continue(n.id);
+  else if (n) nfd.fail(n.id, EACCES);
+}
+
+/**
+ * Launcher messages: an exec of the command that failed; the command stopped by job control (pty mode: the
+ * person pressed Ctrl-Z in it), in which case hallpass stops too, as the program would have without it, and
+ * continues it when it is continued itself.
+ */
+async function watchLauncher(
+  sock: number,
+  argv0: string,
+  warn: (l: string) => void,
+  pty: PtySession | null,
+): Promise<void> {
+  for (;;) {
+    const r = await readAsync(sock, 16);
+    if (typeof r === "number" || r.length < 16) return;
+    const v = new DataView(r.buffer);
+    const kind = String.fromCharCode(v.getUint32(4, true));
+    if (kind === "E") {
+      const err = v.getInt32(8, true);
+      const what = err === 2
+        ? "command not found"
+        : err === 13
+        ? "Permission denied"
+        : `cannot run (errno ${err})`;
+      warn(`hallpass: ${argv0}: ${what}`);
+    } else if (kind === "S" && pty) {
+      pty.suspend();
+      Deno.kill(Deno.pid, "SIGSTOP");
+      // Continued (fg): take the terminal again and continue the command.
+      pty.resume();
+      const msg = new Uint8Array(16);
+      const mv = new DataView(msg.buffer);
+      mv.setUint32(0, MAGIC, true);
+      mv.setUint32(4, "C".charCodeAt(0), true);
+      try {
+        sendWithFds(sock, msg, []);
+      } catch {
+        return;
+      }
+    }
+  }
+}
+
+const SIGNUMS: Record<string, number> = {
+  SIGHUP: 1,
+  SIGINT: 2,
+  SIGQUIT: 3,
+  SIGILL: 4,
+  SIGTRAP: 5,
+  SIGABRT: 6,
+  SIGBUS: 7,
+  SIGFPE: 8,
+  SIGKILL: 9,
+  SIGUSR1: 10,
+  SIGSEGV: 11,
+  SIGUSR2: 12,
+  SIGPIPE: 13,
+  SIGALRM: 14,
+  SIGTERM: 15,
+  SIGXCPU: 24,
+  SIGXFSZ: 25,
+  SIGSYS: 31,
+};
+function signalNumber(name: string): number {
+  return SIGNUMS[name] ?? 0;
+}
