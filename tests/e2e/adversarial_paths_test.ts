@@ -5,204 +5,244 @@
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { askProgram, compileHelper, exists, hallpass, readQuestions, scratch } from "./harness.ts";
-import { checkEngines, engineEnv, engines } from "./engine.ts";
+import { engine } from "./engine.ts";
 
-// Each engine with its own record: the last test checks which one answered (tests/e2e/engine.ts).
-const ENGINES = engines();
+// Every test runs with the C fast path and with the mediator alone (HALLPASS_FAST_PATH=0); each hallpass run
+// has its own record and asserts which engine answered it (tests/e2e/engine.ts).
+const ENGINES = [["fast path", true], ["mediator", false]] as const;
 
 const dir = (p: string) => p.slice(0, p.lastIndexOf("/"));
 
-Deno.test("racing thread flipping the path between the project and outside: no write lands outside", async () => {
-  const adv = await compileHelper("adversary", ["-pthread"]);
-  const s = await scratch();
-  try {
-    const r = await hallpass([
-      "--no-ask",
-      "-q",
-      "--",
-      adv,
-      "race",
-      `${s.project}/a`,
-      `${s.outside}/x`,
-      "4000",
-    ], {
-      cwd: s.project,
-    });
-    const m = r.stdout.match(/race ok=(\d+) denied=(\d+) other=(\d+) outside=(\d+)/);
-    assert(m, r.stdout + r.stderr);
-    const [ok, denied, _other, outside] = m.slice(1).map(Number);
-    assertEquals(outside, 0, `fds opened outside the project: ${r.stdout}`);
-    assert(!(await exists(`${s.outside}/x`)), "the outside file was created");
-    assert(ok > 0, `the allowed path never opened: ${r.stdout}`);
-    // The flipper did reach the supervisor with the outside path (otherwise the test proves nothing).
-    assert(denied > 0, `no open was ever denied: the race never happened (${r.stdout})`);
-  } finally {
-    await s.cleanup();
-  }
-});
+for (const [E, fast] of ENGINES) {
+  Deno.test(`racing thread flipping the path between the project and outside: no write lands outside (${E})`, async () => {
+    const adv = await compileHelper("adversary", ["-pthread"]);
+    const s = await scratch();
+    const e = await engine(fast, "race");
+    try {
+      const r = await hallpass([
+        "--no-ask",
+        "-q",
+        "--",
+        adv,
+        "race",
+        `${s.project}/a`,
+        `${s.outside}/x`,
+        "4000",
+      ], {
+        cwd: s.project,
+        env: e.env,
+      });
+      await e.check();
+      const m = r.stdout.match(/race ok=(\d+) denied=(\d+) other=(\d+) outside=(\d+)/);
+      assert(m, r.stdout + r.stderr);
+      const [ok, denied, _other, outside] = m.slice(1).map(Number);
+      assertEquals(outside, 0, `fds opened outside the project: ${r.stdout}`);
+      assert(!(await exists(`${s.outside}/x`)), "the outside file was created");
+      assert(ok > 0, `the allowed path never opened: ${r.stdout}`);
+      // The flipper did reach the supervisor with the outside path (otherwise the test proves nothing).
+      assert(denied > 0, `no open was ever denied: the race never happened (${r.stdout})`);
+    } finally {
+      await s.cleanup();
+    }
+  });
+}
 
-Deno.test("symlink in the project pointing outside: denied under --no-ask; `once` asks about the real target", async () => {
-  const s = await scratch();
-  try {
-    await Deno.writeTextFile(`${s.outside}/target`, "orig");
-    await Deno.symlink(`${s.outside}/target`, `${s.project}/link`);
-    await Deno.symlink(`${s.outside}/new`, `${s.project}/dangling`);
-    await Deno.symlink(s.outside, `${s.project}/dirlink`);
-    const r = await hallpass([
-      "--no-ask",
-      "--",
-      "sh",
-      "-c",
-      "echo pwn > link; echo pwn > dangling; echo pwn > dirlink/f; echo done",
-    ], {
-      cwd: s.project,
-    });
-    assertEquals(r.stdout, "done\n");
-    assertEquals(await Deno.readTextFile(`${s.outside}/target`), "orig");
-    assert(!(await exists(`${s.outside}/new`)));
-    assert(!(await exists(`${s.outside}/f`)));
-    assert(r.stderr.includes(`hallpass: denied write ${s.outside}/target by sh`), r.stderr);
-    assert(r.stderr.includes(`hallpass: denied write ${s.outside}/f by sh`), r.stderr);
+for (const [E, fast] of ENGINES) {
+  Deno.test(`symlink in the project pointing outside: denied under --no-ask; \`once\` asks about the real target (${E})`, async () => {
+    const s = await scratch();
+    try {
+      await Deno.writeTextFile(`${s.outside}/target`, "orig");
+      await Deno.symlink(`${s.outside}/target`, `${s.project}/link`);
+      await Deno.symlink(`${s.outside}/new`, `${s.project}/dangling`);
+      await Deno.symlink(s.outside, `${s.project}/dirlink`);
+      const e = await engine(fast, "symlink");
+      const r = await hallpass([
+        "--no-ask",
+        "--",
+        "sh",
+        "-c",
+        "echo pwn > link; echo pwn > dangling; echo pwn > dirlink/f; echo done",
+      ], {
+        cwd: s.project,
+        env: e.env,
+      });
+      await e.check();
+      assertEquals(r.stdout, "done\n");
+      assertEquals(await Deno.readTextFile(`${s.outside}/target`), "orig");
+      assert(!(await exists(`${s.outside}/new`)));
+      assert(!(await exists(`${s.outside}/f`)));
+      assert(r.stderr.includes(`hallpass: denied write ${s.outside}/target by sh`), r.stderr);
+      assert(r.stderr.includes(`hallpass: denied write ${s.outside}/f by sh`), r.stderr);
 
-    const log = `${s.outside}/../q.jsonl`;
-    const ask = await askProgram(`${s.outside}/..`, "once", log);
-    const r2 = await hallpass(["--ask-program", ask, "--", "sh", "-c", "echo allowed > link"], {
-      cwd: s.project,
-    });
-    assertEquals(r2.code, 0, r2.stderr);
-    assertEquals(await Deno.readTextFile(`${s.outside}/target`), "allowed\n");
-    const qs = (await readQuestions(log)).filter((q) => q.op === "write");
-    assertEquals(qs.map((q) => q.target), [`${s.outside}/target`]);
-    assert((await Deno.lstat(`${s.project}/link`)).isSymlink, "the link itself was replaced");
-  } finally {
-    await s.cleanup();
-  }
-});
+      const log = `${s.outside}/../q.jsonl`;
+      const ask = await askProgram(`${s.outside}/..`, "once", log);
+      const e2 = await engine(fast, "symlink once");
+      const r2 = await hallpass(["--ask-program", ask, "--", "sh", "-c", "echo allowed > link"], {
+        cwd: s.project,
+        env: e2.env,
+      });
+      await e2.check();
+      assertEquals(r2.code, 0, r2.stderr);
+      assertEquals(await Deno.readTextFile(`${s.outside}/target`), "allowed\n");
+      const qs = (await readQuestions(log)).filter((q) => q.op === "write");
+      assertEquals(qs.map((q) => q.target), [`${s.outside}/target`]);
+      assert((await Deno.lstat(`${s.project}/link`)).isSymlink, "the link itself was replaced");
+    } finally {
+      await s.cleanup();
+    }
+  });
+}
 
-Deno.test("symlink swapped after approval: the approved file is written, never the new target", async () => {
-  const s = await scratch();
-  try {
-    await Deno.writeTextFile(`${s.outside}/approved`, "a");
-    await Deno.writeTextFile(`${s.outside}/secret`, "s");
-    await Deno.symlink(`${s.outside}/approved`, `${s.project}/l`);
-    await Deno.mkdir(`${s.outside}/okdir`);
-    await Deno.mkdir(`${s.outside}/secretdir`);
-    await Deno.symlink(`${s.outside}/okdir`, `${s.project}/d`);
-    // The answer comes after 1.5 s; meanwhile the sandbox points the links elsewhere.
-    const ask = `${s.outside}/../slow.sh`;
-    await Deno.writeTextFile(ask, `#!/bin/sh\ncat >> '${s.outside}/../q.jsonl'\nsleep 1.5\necho once\n`);
-    await Deno.chmod(ask, 0o755);
-    const script = `(echo pwn >> l) & (echo pwn > d/f) & sleep 0.5
+for (const [E, fast] of ENGINES) {
+  Deno.test(`symlink swapped after approval: the approved file is written, never the new target (${E})`, async () => {
+    const s = await scratch();
+    try {
+      await Deno.writeTextFile(`${s.outside}/approved`, "a");
+      await Deno.writeTextFile(`${s.outside}/secret`, "s");
+      await Deno.symlink(`${s.outside}/approved`, `${s.project}/l`);
+      await Deno.mkdir(`${s.outside}/okdir`);
+      await Deno.mkdir(`${s.outside}/secretdir`);
+      await Deno.symlink(`${s.outside}/okdir`, `${s.project}/d`);
+      // The answer comes after 1.5 s; meanwhile the sandbox points the links elsewhere.
+      const ask = `${s.outside}/../slow.sh`;
+      await Deno.writeTextFile(ask, `#!/bin/sh\ncat >> '${s.outside}/../q.jsonl'\nsleep 1.5\necho once\n`);
+      await Deno.chmod(ask, 0o755);
+      const script = `(echo pwn >> l) & (echo pwn > d/f) & sleep 0.5
       ln -sfn '${s.outside}/secret' l; ln -sfn '${s.outside}/secretdir' d; wait; echo done`;
-    const r = await hallpass(["--ask-program", ask, "--", "sh", "-c", script], { cwd: s.project });
-    assertEquals(r.stdout, "done\n", r.stderr);
-    assertEquals(await Deno.readTextFile(`${s.outside}/secret`), "s");
-    assert(!(await exists(`${s.outside}/secretdir/f`)), "wrote into the swapped-in directory");
-    // What was approved is what was written.
-    assertEquals(await Deno.readTextFile(`${s.outside}/approved`), "apwn\n");
-    assertEquals(await Deno.readTextFile(`${s.outside}/okdir/f`), "pwn\n");
-  } finally {
-    await s.cleanup();
-  }
-});
+      const e = await engine(fast, "swapped after approval");
+      const r = await hallpass(["--ask-program", ask, "--", "sh", "-c", script], {
+        cwd: s.project,
+        env: e.env,
+      });
+      await e.check();
+      assertEquals(r.stdout, "done\n", r.stderr);
+      assertEquals(await Deno.readTextFile(`${s.outside}/secret`), "s");
+      assert(!(await exists(`${s.outside}/secretdir/f`)), "wrote into the swapped-in directory");
+      // What was approved is what was written.
+      assertEquals(await Deno.readTextFile(`${s.outside}/approved`), "apwn\n");
+      assertEquals(await Deno.readTextFile(`${s.outside}/okdir/f`), "pwn\n");
+    } finally {
+      await s.cleanup();
+    }
+  });
+}
 
-Deno.test("hardlinks and renames across the project boundary are denied under --no-ask", async () => {
-  const tw = await compileHelper("try_write");
-  const s = await scratch();
-  try {
-    await Deno.writeTextFile(`${s.outside}/secret`, "s");
-    await Deno.writeTextFile(`${s.outside}/out`, "o");
-    await Deno.writeTextFile(`${s.project}/mine`, "m");
-    const P = s.project, O = s.outside;
-    const r = await hallpass([
-      "--no-ask",
-      "-q",
-      "--",
-      tw,
-      ...["link", `${O}/secret`, `${P}/hl`, ";"],
-      ...["linkat", O, "secret", P, "hl2", "0", ";"],
-      ...["rename", `${P}/mine`, `${O}/mine`, ";"], // out of the project
-      ...["rename", `${O}/out`, `${P}/out`, ";"], // into the project
-      ...["renameat2", P, "mine", O, "out", "exchange", ";"],
-      ...["symlink", `${O}/secret`, `${P}/sl`, ";"], // allowed: a symlink in the project is just a name
-      ...["open", `${P}/sl`, "wronly|trunc", "0", ";"], // but writing through it is not
-    ], { cwd: P });
-    assertEquals(r.stdout.trim().split("\n").map((l) => l.split(" ").slice(0, 2).join(" ")), [
-      "link EACCES",
-      "linkat EACCES",
-      "rename EACCES",
-      "rename EACCES",
-      "renameat2 EACCES",
-      "symlink OK",
-      "open EACCES",
-    ]);
-    assert(
-      !(await exists(`${P}/hl`)) && !(await exists(`${P}/hl2`)),
-      "an outside file was hardlinked into the project",
-    );
-    assertEquals(await Deno.readTextFile(`${P}/mine`), "m");
-    assert(!(await exists(`${O}/mine`)));
-    assertEquals(await Deno.readTextFile(`${O}/out`), "o");
-    assert(!(await exists(`${P}/out`)));
-    assertEquals(await Deno.readTextFile(`${O}/secret`), "s");
-    assertEquals((await Deno.stat(`${O}/secret`)).nlink, 1);
-  } finally {
-    await s.cleanup();
-  }
-});
+for (const [E, fast] of ENGINES) {
+  Deno.test(`hardlinks and renames across the project boundary are denied under --no-ask (${E})`, async () => {
+    const tw = await compileHelper("try_write");
+    const s = await scratch();
+    try {
+      await Deno.writeTextFile(`${s.outside}/secret`, "s");
+      await Deno.writeTextFile(`${s.outside}/out`, "o");
+      await Deno.writeTextFile(`${s.project}/mine`, "m");
+      const P = s.project, O = s.outside;
+      const e = await engine(fast, "links and renames");
+      const r = await hallpass([
+        "--no-ask",
+        "-q",
+        "--",
+        tw,
+        ...["link", `${O}/secret`, `${P}/hl`, ";"],
+        ...["linkat", O, "secret", P, "hl2", "0", ";"],
+        ...["rename", `${P}/mine`, `${O}/mine`, ";"], // out of the project
+        ...["rename", `${O}/out`, `${P}/out`, ";"], // into the project
+        ...["renameat2", P, "mine", O, "out", "exchange", ";"],
+        ...["symlink", `${O}/secret`, `${P}/sl`, ";"], // allowed: a symlink in the project is just a name
+        ...["open", `${P}/sl`, "wronly|trunc", "0", ";"], // but writing through it is not
+      ], { cwd: P, env: e.env });
+      await e.check();
+      assertEquals(r.stdout.trim().split("\n").map((l) => l.split(" ").slice(0, 2).join(" ")), [
+        "link EACCES",
+        "linkat EACCES",
+        "rename EACCES",
+        "rename EACCES",
+        "renameat2 EACCES",
+        "symlink OK",
+        "open EACCES",
+      ]);
+      assert(
+        !(await exists(`${P}/hl`)) && !(await exists(`${P}/hl2`)),
+        "an outside file was hardlinked into the project",
+      );
+      assertEquals(await Deno.readTextFile(`${P}/mine`), "m");
+      assert(!(await exists(`${O}/mine`)));
+      assertEquals(await Deno.readTextFile(`${O}/out`), "o");
+      assert(!(await exists(`${P}/out`)));
+      assertEquals(await Deno.readTextFile(`${O}/secret`), "s");
+      assertEquals((await Deno.stat(`${O}/secret`)).nlink, 1);
+    } finally {
+      await s.cleanup();
+    }
+  });
+}
 
-Deno.test("/proc/self/fd, /dev/fd, /proc/PID/fd reopen for write of an outside file opened read-only", async () => {
-  const adv = await compileHelper("adversary");
-  const s = await scratch();
-  try {
-    await Deno.writeTextFile(`${s.outside}/ro`, "orig");
-    await Deno.chmod(`${s.outside}/ro`, 0o644);
-    const r = await hallpass(["--no-ask", "-q", "--", adv, "reopen", `${s.outside}/ro`], { cwd: s.project });
-    const got = Object.fromEntries(r.stdout.trim().split("\n").map((l) => l.split(" ")));
-    assertEquals(got, {
-      "reopen-proc-self": "EACCES",
-      "reopen-dev-fd": "EACCES",
-      "reopen-proc-pid": "EACCES",
-      "reopen-thread-self": "EACCES",
-      "reopen-truncate": "EACCES",
-      "reopen-chmod": "EACCES",
-    });
-    assertEquals(await Deno.readTextFile(`${s.outside}/ro`), "orig");
-    assertEquals((await Deno.stat(`${s.outside}/ro`)).mode! & 0o777, 0o644);
-  } finally {
-    await s.cleanup();
-  }
-});
+for (const [E, fast] of ENGINES) {
+  Deno.test(`/proc/self/fd, /dev/fd, /proc/PID/fd reopen for write of an outside file opened read-only (${E})`, async () => {
+    const adv = await compileHelper("adversary");
+    const s = await scratch();
+    try {
+      await Deno.writeTextFile(`${s.outside}/ro`, "orig");
+      await Deno.chmod(`${s.outside}/ro`, 0o644);
+      const e = await engine(fast, "reopen");
+      const r = await hallpass(["--no-ask", "-q", "--", adv, "reopen", `${s.outside}/ro`], {
+        cwd: s.project,
+        env: e.env,
+      });
+      await e.check();
+      const got = Object.fromEntries(r.stdout.trim().split("\n").map((l) => l.split(" ")));
+      assertEquals(got, {
+        "reopen-proc-self": "EACCES",
+        "reopen-dev-fd": "EACCES",
+        "reopen-proc-pid": "EACCES",
+        "reopen-thread-self": "EACCES",
+        "reopen-truncate": "EACCES",
+        "reopen-chmod": "EACCES",
+      });
+      assertEquals(await Deno.readTextFile(`${s.outside}/ro`), "orig");
+      assertEquals((await Deno.stat(`${s.outside}/ro`)).mode! & 0o777, 0o644);
+    } finally {
+      await s.cleanup();
+    }
+  });
+}
 
-Deno.test("/proc/self/cwd and /dev/fd/N as directories mean the sandboxed process's own", async () => {
-  const tw = await compileHelper("try_write");
-  const s = await scratch();
-  try {
-    const script =
-      `cd '${s.outside}' && '${tw}' open /proc/self/cwd/x wronly\\|creat 0644 \\; mkdir /proc/self/cwd/d 0755
+for (const [E, fast] of ENGINES) {
+  Deno.test(`/proc/self/cwd and /dev/fd/N as directories mean the sandboxed process's own (${E})`, async () => {
+    const tw = await compileHelper("try_write");
+    const s = await scratch();
+    try {
+      const script =
+        `cd '${s.outside}' && '${tw}' open /proc/self/cwd/x wronly\\|creat 0644 \\; mkdir /proc/self/cwd/d 0755
       cd '${s.project}' && '${tw}' open /proc/self/cwd/y wronly\\|creat 0644 yy
       exec 3<'${s.outside}' 4<'${s.project}'
       '${tw}' open /dev/fd/3/z wronly\\|creat 0644 \\; openat /dev/fd/3 z2 wronly\\|creat 0644 \\; open /dev/fd/4/w wronly\\|creat 0644 ww`;
-    const r = await hallpass(["--no-ask", "-q", "--allow-exec", `${dir(tw)}/**`, "--", "sh", "-c", script], {
-      cwd: s.project,
-    });
-    assertEquals(r.stdout.trim().split("\n").map((l) => l.split(" ").slice(0, 2).join(" ")), [
-      "open EACCES",
-      "mkdir EACCES",
-      "open OK",
-      "open EACCES",
-      "openat EACCES",
-      "open OK",
-    ], r.stderr);
-    for (const f of ["x", "d", "z", "z2"]) {
-      assert(!(await exists(`${s.outside}/${f}`)), `${f} was created outside`);
+      const e = await engine(fast, "/proc/self/cwd");
+      const r = await hallpass(
+        ["--no-ask", "-q", "--allow-exec", `${dir(tw)}/**`, "--", "sh", "-c", script],
+        {
+          cwd: s.project,
+          env: e.env,
+        },
+      );
+      await e.check();
+      assertEquals(r.stdout.trim().split("\n").map((l) => l.split(" ").slice(0, 2).join(" ")), [
+        "open EACCES",
+        "mkdir EACCES",
+        "open OK",
+        "open EACCES",
+        "openat EACCES",
+        "open OK",
+      ], r.stderr);
+      for (const f of ["x", "d", "z", "z2"]) {
+        assert(!(await exists(`${s.outside}/${f}`)), `${f} was created outside`);
+      }
+      assertEquals(await Deno.readTextFile(`${s.project}/y`), "yy");
+      assertEquals(await Deno.readTextFile(`${s.project}/w`), "ww");
+    } finally {
+      await s.cleanup();
     }
-    assertEquals(await Deno.readTextFile(`${s.project}/y`), "yy");
-    assertEquals(await Deno.readTextFile(`${s.project}/w`), "ww");
-  } finally {
-    await s.cleanup();
-  }
-});
+  });
+}
 
 /**
  * The fast path (helper/fastpath/fastpath.c) continues creates in project directories by itself: a thread
@@ -244,9 +284,10 @@ stop = True
 print("ok=%d err=%d eacces=%d" % (counts["ok"], counts["err"], counts["eacces"]))
 `;
 
-Deno.test("a project directory swapped for a symlink to outside while files are created through it", async () => {
-  for (const fast of ["1", "0"]) {
+for (const [E, fast] of ENGINES) {
+  Deno.test(`a project directory swapped for a symlink to outside while files are created through it (${E})`, async () => {
     const s = await scratch();
+    const e = await engine(fast, "swapped directory");
     try {
       // In a directory that exists at start: the project's top is carved around .git and .hallpass
       // (lib/sandbox/plan.ts carveFloor), and creates there are performed by the supervisor, not continued.
@@ -262,24 +303,25 @@ Deno.test("a project directory swapped for a symlink to outside while files are 
         s.outside,
       ], {
         cwd: s.project,
-        env: engineEnv(ENGINES, fast),
+        env: e.env,
       });
+      await e.check();
       assertEquals(r.code, 0, r.stderr);
       const m = r.stdout.match(/ok=(\d+) err=(\d+) eacces=(\d+)/);
       assert(
         m && Number(m[1]) + Number(m[2]) === 4500,
-        `fast=${fast}: ${r.stdout} ${r.stderr.slice(0, 500)}`,
+        `${E}: ${r.stdout} ${r.stderr.slice(0, 500)}`,
       );
       // Some creates did go through the symlink (and were refused): the race happened. (How many succeed
       // depends on timing: the mediator keeps a directory's canonical path for 0.5 s.)
-      assert(Number(m[3]) > 0, `fast=${fast}: no create was ever refused: ${r.stdout}`);
+      assert(Number(m[3]) > 0, `${E}: no create was ever refused: ${r.stdout}`);
       const outside = [...Deno.readDirSync(s.outside)].map((e) => e.name);
-      assertEquals(outside, [], `fast=${fast}: files created outside the project: ${outside.slice(0, 5)}`);
+      assertEquals(outside, [], `${E}: files created outside the project: ${outside.slice(0, 5)}`);
     } finally {
       await s.cleanup();
     }
-  }
-});
+  });
+}
 
 /**
  * The metadata calls (chmod, chown, utimensat) are never continued: Landlock does not cover them. The
@@ -337,9 +379,10 @@ print("ok=%d eacces=%d other=%d victim=%o,%d" % (counts["ok"], counts["eacces"],
       st.st_mode & 0o7777, st.st_mtime_ns))
 `;
 
-Deno.test("chmod, chown and utimensat while a thread swaps the fd number and the name to outside", async () => {
-  for (const fast of ["1", "0"]) {
+for (const [E, fast] of ENGINES) {
+  Deno.test(`chmod, chown and utimensat while a thread swaps the fd number and the name to outside (${E})`, async () => {
     const s = await scratch();
+    const e = await engine(fast, "metadata race");
     try {
       await Deno.writeTextFile(`${s.outside}/victim`, "");
       await Deno.chmod(`${s.outside}/victim`, 0o640);
@@ -355,22 +398,21 @@ Deno.test("chmod, chown and utimensat while a thread swaps the fd number and the
         s.outside,
       ], {
         cwd: s.project,
-        env: engineEnv(ENGINES, fast),
+        env: e.env,
       });
-      assertEquals(r.code, 0, `fast=${fast}: ${r.stderr.slice(0, 800)}`);
+      await e.check();
+      assertEquals(r.code, 0, `${E}: ${r.stderr.slice(0, 800)}`);
       const m = r.stdout.match(/ok=(\d+) eacces=(\d+) other=(\d+) victim=(\d+),(\d+)/);
-      assert(m, `fast=${fast}: ${r.stdout} ${r.stderr.slice(0, 500)}`);
+      assert(m, `${E}: ${r.stdout} ${r.stderr.slice(0, 500)}`);
       // The race happened: some calls went through (on the project's file), some were refused (outside).
-      assert(Number(m[1]) > 0 && Number(m[2]) > 0, `fast=${fast}: ${r.stdout}`);
+      assert(Number(m[1]) > 0 && Number(m[2]) > 0, `${E}: ${r.stdout}`);
       assertEquals(
         [m[4], m[5]],
         ["640", "1000000000"],
-        `fast=${fast}: the outside file changed: ${r.stdout}`,
+        `${E}: the outside file changed: ${r.stdout}`,
       );
     } finally {
       await s.cleanup();
     }
-  }
-});
-
-checkEngines("adversarial_paths_test.ts", ENGINES);
+  });
+}

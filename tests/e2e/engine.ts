@@ -41,26 +41,43 @@ export function assertAgrees(r: ReplayResult, what: string): void {
 }
 
 export interface Engine {
-  /** Environment for the run: HALLPASS_FAST_PATH and the record. */
+  /** Environment for the run: HALLPASS_FAST_PATH and the run's own record. */
   env: Record<string, string>;
-  /** After the run: the engine asked for answered, and every fast-path answer agrees with the decision. */
-  check(): Promise<ReplayResult>;
+  /**
+   * After the run: the engine asked for answered it (the fast path's counters show it saw the run's calls; with
+   * HALLPASS_FAST_PATH=0 it recorded nothing at all), it gave each of `answered` at least once, and every
+   * answer it gave agrees with the decision.
+   */
+  check(answered?: string[]): Promise<ReplayResult>;
 }
 
-/** `fast`: "1"/true for the fast path, "0"/false for the mediator alone. */
+/**
+ * One run's engine, with a record of its own. `fast`: "1"/true for the fast path, "0"/false for the mediator
+ * alone. When the test process itself has HALLPASS_FASTPATH_RECORD (tests/e2e/fast_replay_test.ts runs whole
+ * files under it), check() appends the run's record there too.
+ */
 export async function engine(fast: string | boolean, what = ""): Promise<Engine> {
   const on = fast === true || fast === "1";
   const rec = await Deno.makeTempFile({ prefix: "hallpass-record-" });
   return {
     env: { HALLPASS_FAST_PATH: on ? "1" : "0", HALLPASS_FASTPATH_RECORD: rec },
-    async check() {
+    async check(answered = []) {
       const r = await replayFile(rec);
+      const outer = Deno.env.get("HALLPASS_FASTPATH_RECORD");
+      if (outer) await Deno.writeTextFile(outer, await Deno.readTextFile(rec), { append: true });
       await Deno.remove(rec).catch(() => {});
       const name = `${what}${what ? " " : ""}(${on ? "fast path" : "mediator"})`;
       // The fast path saw notifications (it answers some, hands the rest over: its counters say it ran).
-      if (on && r.seen === 0) throw new Error(`${name}: the fast path never ran (is its library built?)`);
+      if (on && r.seen === 0) {
+        throw new Error(`${name}: the fast path never ran (is build/libhallpass-fastpath.so built?)`);
+      }
       if (!on && (r.seen > 0 || r.answers > 0)) {
         throw new Error(`${name}: HALLPASS_FAST_PATH=0, yet the fast path ran`);
+      }
+      for (const a of on ? answered : []) {
+        if (!r.byAnswer[a]) {
+          throw new Error(`${name}: the fast path never answered "${a}": ${JSON.stringify(r.byAnswer)}`);
+        }
       }
       assertAgrees(r, name);
       return r;

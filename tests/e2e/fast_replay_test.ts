@@ -30,6 +30,10 @@ interface Workload {
   name: string;
   needs: string[];
   setup?: (project: string) => Promise<void>;
+  /** More hallpass options, given the work directory. */
+  flags?: (work: string) => string[];
+  /** More environment, given the work directory. */
+  env?: (work: string) => Record<string, string>;
   script: string;
   /** Answers the fast path must have given in its run (it answered, and with these). */
   answered: string[];
@@ -96,6 +100,45 @@ const WORKLOADS: Workload[] = [
     answered: ["continue", "exec"],
   },
   {
+    // Offline: a local package packed with `npm pack`, installed from its tarball and from its folder.
+    name: "npm pack and install of a local package",
+    needs: ["npm", "node"],
+    setup: async (p) => {
+      await Deno.mkdir(`${p}/pkg/lib`, { recursive: true });
+      await Deno.mkdir(`${p}/app`);
+      await Deno.writeTextFile(
+        `${p}/pkg/package.json`,
+        JSON.stringify({
+          name: "hp-local",
+          version: "1.0.0",
+          main: "lib/index.js",
+          bin: { "hp-local": "lib/cli.js" },
+        }),
+      );
+      for (let i = 0; i < 40; i++) {
+        await Deno.writeTextFile(`${p}/pkg/lib/m${i}.js`, `exports.f = () => ${i};\n`);
+      }
+      await Deno.writeTextFile(`${p}/pkg/lib/index.js`, `module.exports = require("./m1");\n`);
+      await Deno.writeTextFile(`${p}/pkg/lib/cli.js`, `#!/usr/bin/env node\nconsole.log("hi");\n`);
+      await Deno.writeTextFile(`${p}/app/package.json`, JSON.stringify({ name: "app", version: "1.0.0" }));
+    },
+    // The package's program, installed into the project during the session: allowed by a rule (exec answers
+    // of the fast path under an allow exec rule).
+    flags: (p) => ["--allow-exec", `${p}/app/node_modules/**`],
+    env: (p) => ({
+      npm_config_cache: `${p}/tmp/npm-cache`,
+      npm_config_offline: "true",
+      npm_config_audit: "false",
+      npm_config_fund: "false",
+      npm_config_update_notifier: "false",
+    }),
+    script: "(cd pkg && npm pack --silent) && cd app && npm install --silent ../pkg/hp-local-1.0.0.tgz && " +
+      'test "$(npx hp-local)" = hi && npm uninstall --silent hp-local && ' +
+      "npm install --silent --install-links ../pkg && node -e 'if (require(\"hp-local\").f() !== 1) process.exit(3)'",
+    answered: ["continue", "exec"],
+    performs: true,
+  },
+  {
     name: "a node script writing many files",
     needs: ["node"],
     setup: async (p) => {
@@ -131,10 +174,15 @@ for (const w of WORKLOADS) {
         await Deno.mkdir(`${work}/tmp`, { recursive: true });
         await w.setup?.(work);
         const rec = `${s.outside}/record`;
-        const env: Record<string, string> = { ...ENV, TMPDIR: `${work}/tmp`, HALLPASS_FASTPATH_RECORD: rec };
+        const env: Record<string, string> = {
+          ...ENV,
+          ...w.env?.(work),
+          TMPDIR: `${work}/tmp`,
+          HALLPASS_FASTPATH_RECORD: rec,
+        };
         if (mode === "mediator") env.HALLPASS_FAST_PATH = "0";
         const r = await hallpass(
-          ["--no-ask", "--", "sh", "-c", `cd work && ${w.script}`],
+          ["--no-ask", ...w.flags?.(work) ?? [], "--", "sh", "-c", `cd work && ${w.script}`],
           { cwd: s.project, env, timeoutMs: 120_000 },
         );
         runs[mode] = await replayFile(rec);

@@ -7,7 +7,10 @@
  *            (the fd's flags via /proc/self/fdinfo, the mode under the umask, the content, errno on failure);
  *   no-ask   outside with --no-ask: every write fails with EACCES and the host tree is unchanged.
  * All cases run in one helper process per way (one case = one subdirectory), then each case is checked in
- * its own step.
+ * its own step. The three hallpass ways run twice, with the C fast path and with the mediator alone
+ * (HALLPASS_FAST_PATH=0), and each run asserts which engine answered it (tests/e2e/engine.ts: the fast
+ * path's counters; inside the project it must have answered writes itself) and replays the fast path's
+ * answers through the mediator's decision.
  */
 import { deepStrictEqual as assertEquals } from "node:assert/strict";
 import {
@@ -21,6 +24,7 @@ import {
   snapshot,
 } from "./harness.ts";
 import { probeAsync, step } from "../helpers/skip.ts";
+import { engine } from "./engine.ts";
 
 type Setup = Record<string, string>; // rel path → "file:CONTENT" | "dir" | "link:TARGET" | "fifo"
 
@@ -312,6 +316,7 @@ async function runWay(
   way: "bare" | "inside" | "once" | "noask",
   helper: string,
   cases: Case[],
+  fast = true,
 ): Promise<Way & { before: Record<string, unknown>; questions: Record<string, unknown>[] }> {
   const s = await scratch();
   try {
@@ -331,7 +336,10 @@ async function runWay(
         : way === "once"
         ? ["--ask-program", await askProgram(`${s.outside}/..`, "once", qlog)]
         : ["--no-ask"];
-      raw = await hallpass([...opts, "--project", s.project, "--", helper, ...argv], { cwd });
+      const e = await engine(fast, `write forms ${way}`);
+      raw = await hallpass([...opts, "--project", s.project, "--", helper, ...argv], { cwd, env: e.env });
+      // Inside the project the fast path answers writes itself (continued, or performed: chmod, utimensat).
+      await e.check(way === "inside" ? ["continue"] : []);
     }
     const out = perCase(raw.stdout.replaceAll(base, "$B"), cases);
     return { out, tree: await snapshot(base), raw, before, questions: await readQuestions(qlog) };
@@ -354,46 +362,53 @@ const xattr = await probeAsync("xattr", async () => {
     : `user xattrs unsupported here (${pr.stdout.trim()})`;
 });
 
-Deno.test("write forms: inside the project, outside with once, outside with --no-ask", async (t) => {
-  const helper = await compileHelper("try_write");
-  const cases = CASES.filter((c) => !c.xattr || !xattr);
-  for (const c of CASES) if (c.xattr && xattr) await step(t, { name: c.name, ignore: xattr }, () => {});
+for (const fast of [true, false]) {
+  const what = fast ? "fast path" : "mediator";
+  Deno.test(`write forms (${what}): inside the project, outside with once, outside with --no-ask`, async (t) => {
+    const helper = await compileHelper("try_write");
+    const cases = CASES.filter((c) => !c.xattr || !xattr);
+    for (const c of CASES) if (c.xattr && xattr) await step(t, { name: c.name, ignore: xattr }, () => {});
 
-  const [b, inside, once, noask] = [
-    await runWay("bare", helper, cases),
-    await runWay("inside", helper, cases),
-    await runWay("once", helper, cases),
-    await runWay("noask", helper, cases),
-  ];
-  assertEquals(b.raw.code, 0, b.raw.stderr);
-  assertEquals(inside.raw.code, 0, inside.raw.stderr);
-  assertEquals(once.raw.code, 0, once.raw.stderr);
-  assertEquals(noask.raw.code, 0, noask.raw.stderr);
-  // The ask program was asked about writes, and never about a path inside the project.
-  const writes = once.questions.filter((q) => q.op === "write");
-  if (writes.length < cases.length) {
-    throw new Error(`only ${writes.length} write questions: ${once.raw.stderr}`);
-  }
+    const [b, inside, once, noask] = [
+      await runWay("bare", helper, cases),
+      await runWay("inside", helper, cases, fast),
+      await runWay("once", helper, cases, fast),
+      await runWay("noask", helper, cases, fast),
+    ];
+    assertEquals(b.raw.code, 0, b.raw.stderr);
+    assertEquals(inside.raw.code, 0, inside.raw.stderr);
+    assertEquals(once.raw.code, 0, once.raw.stderr);
+    assertEquals(noask.raw.code, 0, noask.raw.stderr);
+    // The ask program was asked about writes, and never about a path inside the project.
+    const writes = once.questions.filter((q) => q.op === "write");
+    if (writes.length < cases.length) {
+      throw new Error(`only ${writes.length} write questions: ${once.raw.stderr}`);
+    }
 
-  for (const [i, c] of cases.entries()) {
-    await t.step(c.name, () => {
-      const ref = b.out[i];
-      const refTree = caseTree(b.tree, i);
-      assertEquals(inside.out[i], ref, `inside: output differs\n${inside.raw.stderr}`);
-      assertEquals(caseTree(inside.tree, i), refTree, "inside: host tree differs from a bare run");
-      assertEquals(once.out[i], ref, `once: output differs\n${once.raw.stderr}`);
-      assertEquals(caseTree(once.tree, i), refTree, "once: host tree differs from a bare run");
-      // A call that cannot change anything (EEXIST, ENOENT in a bare run) is answered as the kernel would,
-      // without a question; every other write fails with EACCES.
-      const denied = c.ops.map((op, k) =>
-        READS.has(op[0])
-          ? noask.out[i][k]
-          : NOOP.test(ref[k] ?? "") && noask.out[i][k] === ref[k]
-          ? ref[k]
-          : `${op[0]} EACCES`
-      );
-      assertEquals(noask.out[i], denied, `--no-ask: every write must fail with EACCES\n${noask.raw.stderr}`);
-      assertEquals(caseTree(noask.tree, i), caseTree(noask.before, i), "--no-ask: the host changed");
-    });
-  }
-});
+    for (const [i, c] of cases.entries()) {
+      await t.step(c.name, () => {
+        const ref = b.out[i];
+        const refTree = caseTree(b.tree, i);
+        assertEquals(inside.out[i], ref, `inside: output differs\n${inside.raw.stderr}`);
+        assertEquals(caseTree(inside.tree, i), refTree, "inside: host tree differs from a bare run");
+        assertEquals(once.out[i], ref, `once: output differs\n${once.raw.stderr}`);
+        assertEquals(caseTree(once.tree, i), refTree, "once: host tree differs from a bare run");
+        // A call that cannot change anything (EEXIST, ENOENT in a bare run) is answered as the kernel would,
+        // without a question; every other write fails with EACCES.
+        const denied = c.ops.map((op, k) =>
+          READS.has(op[0])
+            ? noask.out[i][k]
+            : NOOP.test(ref[k] ?? "") && noask.out[i][k] === ref[k]
+            ? ref[k]
+            : `${op[0]} EACCES`
+        );
+        assertEquals(
+          noask.out[i],
+          denied,
+          `--no-ask: every write must fail with EACCES\n${noask.raw.stderr}`,
+        );
+        assertEquals(caseTree(noask.tree, i), caseTree(noask.before, i), "--no-ask: the host changed");
+      });
+    }
+  });
+}
