@@ -6,6 +6,7 @@
  */
 
 export type SyscallName =
+  | "execve"
   | "ioctl"
   | "fcntl"
   | "pipe2"
@@ -44,6 +45,7 @@ const COMMON = {
 
 export const SYSCALLS: Record<"x86_64" | "aarch64", Record<SyscallName, number>> = {
   x86_64: {
+    execve: 59,
     ioctl: 16,
     fcntl: 72,
     pipe2: 293,
@@ -62,6 +64,7 @@ export const SYSCALLS: Record<"x86_64" | "aarch64", Record<SyscallName, number>>
     ...COMMON,
   },
   aarch64: {
+    execve: 221,
     ioctl: 29,
     fcntl: 25,
     pipe2: 59,

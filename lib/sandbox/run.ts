@@ -24,6 +24,7 @@ import { createRuleset, landlockAbi } from "../../ffi/landlock.ts";
 import { spawn, type Spawned } from "../../ffi/spawn.ts";
 import { FILTER_SOURCES, prebuiltFilterName } from "../filter/filter_files.ts";
 import { getRemoteFd, NotifyFd, userNotifAvailable } from "../../ffi/notify.ts";
+import { SYS } from "../../ffi/syscall_numbers.ts";
 import type { CliOptions } from "../cli/options.ts";
 import { addTerminal, landlockPlan, type Plan } from "./plan.ts";
 import { execFloor } from "../floor/exec_floor.ts";
@@ -396,10 +397,9 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
  */
 function answerFirstExec(listenerFd: number, commandPid: number): void {
   const nfd = new NotifyFd(listenerFd);
-  const execve = Deno.build.arch === "aarch64" ? 221 : 59; // without loading libseccomp for one number
   if (!pollFds([listenerFd], 10_000)) return;
   const n = nfd.recv();
-  if (n && n.tid === commandPid && n.nr === execve) nfd.continue(n.id);
+  if (n && n.tid === commandPid && n.nr === SYS.execve) nfd.continue(n.id);
   else if (n) nfd.fail(n.id, EACCES);
 }
 
