@@ -10,11 +10,11 @@ import { projectRulesNotice } from "./lib/policy/project_rules.ts";
 import { HallpassError, runSandbox } from "./lib/sandbox/run.ts";
 import { UsageError } from "./lib/types.ts";
 import { RulesError } from "./lib/policy/rules_file.ts";
-import { commandSignal } from "./lib/cli/command_signal.ts";
 import { dieOfSignal } from "./ffi/signal.ts";
 import { lazyImport } from "./lib/util/lazy_import.ts";
 
-async function main(argv: string[]): Promise<number> {
+/** `died.signal`: the signal the command died of, if it did (lib/sandbox/run.ts {@link RunOutcome}). */
+async function main(argv: string[], died: { signal: number | null }): Promise<number> {
   const inv = parseCommandLine(argv);
   switch (inv.kind) {
     case "help":
@@ -77,15 +77,18 @@ async function main(argv: string[]): Promise<number> {
         : null;
       if (notice) console.error(notice);
       const interactive = Deno.stdin.isTerminal() && Deno.stdout.isTerminal();
-      return await runSandbox(inv.opts, plan, interactive);
+      const outcome = await runSandbox(inv.opts, plan, interactive);
+      died.signal = outcome.signal;
+      return outcome.code;
     }
   }
 }
 
 if (import.meta.main) {
   let code: number;
+  const died = { signal: null as number | null };
   try {
-    code = await main(Deno.args);
+    code = await main(Deno.args, died);
   } catch (e) {
     if (e instanceof UsageError) {
       console.error(`hallpass: ${e.message}`);
@@ -110,7 +113,6 @@ if (import.meta.main) {
     }
   }
   // The command died of a signal: so does hallpass (the terminal is restored by now), for the calling shell.
-  const sig = commandSignal();
-  if (sig !== null && code === 128 + sig) dieOfSignal(sig);
+  if (died.signal !== null && code === 128 + died.signal) dieOfSignal(died.signal);
   Deno.exit(code);
 }

@@ -2,6 +2,7 @@
 // exec allow of lib/policy/policy.ts (groups and names expanded) is inside a floor entry.
 import { strict as assert } from "node:assert";
 import { execFloor } from "../lib/floor/exec_floor.ts";
+import { newGroupTable } from "../lib/policy/exec_groups.ts";
 import { Policy } from "../lib/policy/policy.ts";
 import { lookupInPath } from "../lib/policy/path_lookup.ts";
 import { scopeCovers } from "../lib/policy/path_scope.ts";
@@ -45,6 +46,7 @@ Deno.test("the execute floor covers every exec allow the policy compiles, and no
     pathEnv,
     userRulesFile: "/home/me/.config/hallpass/rules",
     reads: { protect: [], lifted: [], readable: [], unused: [] },
+    groups: newGroupTable(),
   } satisfies Plan;
   const floor = execFloor(plan);
   const lookup = (p: string) => lookupInPath(p, pathEnv);

@@ -19,6 +19,7 @@ import { close, dupCloexec, pollAsync, recvWithFds, sendWithFds } from "../../ff
 import { acceptUnix, connectUnix, listenUnix } from "../../ffi/unix_socket.ts";
 import { NoAsk } from "../ask/no_ask.ts";
 import { parseRules } from "../policy/rules_file.ts";
+import { groupRecord, type GroupTable, newGroupTable } from "../policy/exec_groups.ts";
 import { SupervisorHost } from "../supervisor/host.ts";
 import { Summary } from "../cli/summary.ts";
 import type { AskBackend, Rule } from "../types.ts";
@@ -218,10 +219,12 @@ export class Agent {
     }
   }
 
-  #rulesFor(state: ProcessState): Rule[] {
+  /** The container's rules, and the program groups they define (the builtins and the files' `group` lines). */
+  #rulesFor(state: ProcessState): { rules: Rule[]; groups: GroupTable } {
     const dir = this.#o.rulesDir;
-    if (!dir) return [];
     const rules: Rule[] = [];
+    const groups = newGroupTable();
+    if (!dir) return { rules, groups };
     for (const name of podRuleFiles(state.identity)) {
       const file = `${dir}/${name}`;
       let text: string;
@@ -230,9 +233,11 @@ export class Agent {
       } catch {
         continue; // not every level has a file
       }
-      rules.push(...parseRules(text, { file, project: false, cwd: "/", home: "/root", lookup: () => null }));
+      rules.push(
+        ...parseRules(text, { file, project: false, cwd: "/", home: "/root", lookup: () => null, groups }),
+      );
     }
-    return rules;
+    return { rules, groups };
   }
 
   /** Starts mediating one container process's listener. */
@@ -240,8 +245,9 @@ export class Agent {
     const label = describeContainer(state.identity);
     const rootPid = state.pid || state.initPid;
     let rules: Rule[];
+    let groups: GroupTable;
     try {
-      rules = this.#rulesFor(state);
+      ({ rules, groups } = this.#rulesFor(state));
     } catch (e) {
       // Fail closed: with its rules unreadable the container is not mediated, and its trapped calls fail.
       this.#warn(`hallpass agent: ${label}: ${(e as Error).message}; its mediated calls will fail`);
@@ -266,6 +272,7 @@ export class Agent {
       cwd: "/",
       floor: [],
       rules,
+      groups: groupRecord(groups),
       mediate: this.#o.mediate,
       noAsk: this.#backend instanceof NoAsk,
       pathEnv: CONTAINER_PATH,

@@ -21,6 +21,7 @@ export function rulesCommand(args: string[], opts: CliOptions): number {
     cwd: plan.cwd,
     lookup: (p) => lookupInPath(p, plan.pathEnv),
     isWritable: (p: string): boolean => policy.decide("write", p, Date.now()).effect === "allow",
+    groups: plan.groups,
   });
   const now = Date.now();
   if (args.length === 0) {

@@ -47,7 +47,7 @@ export function execFloor(plan: Plan): ExecFloorEntry[] {
     let scopes: PathScope[];
     try {
       const t = r.target;
-      if (t.startsWith("@")) scopes = expandGroup(t, lookup);
+      if (t.startsWith("@")) scopes = expandGroup(t, lookup, plan.groups);
       else if (t.length > 0 && !t.includes("/") && t !== "~") {
         const p = lookup(t);
         scopes = p !== null && p.startsWith("/") ? [parsePathScope(p, { cwd: "/" })] : [];

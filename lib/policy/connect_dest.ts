@@ -77,9 +77,16 @@ export type ConnectTarget =
 // ---------------------------------------------------------------------------------------------------------------
 // Address parsing without allocation.
 
-const g16 = new Uint16Array(8);
-const left16 = new Uint16Array(8);
-const right16 = new Uint16Array(8);
+/** Where an IPv6 address is parsed: `out` gets the eight groups, `left` and `right` the groups around `::`. */
+interface V6Scratch {
+  readonly out: Uint16Array;
+  readonly left: Uint16Array;
+  readonly right: Uint16Array;
+}
+
+function v6Scratch(): V6Scratch {
+  return { out: new Uint16Array(8), left: new Uint16Array(8), right: new Uint16Array(8) };
+}
 
 function isDigit(c: number): boolean {
   return c >= 48 && c <= 57;
@@ -124,11 +131,10 @@ function parseV4Into(s: string, a: number, b: number, out: Uint16Array, at: numb
   return true;
 }
 
-const v4scratch = new Uint16Array(2);
-
 /** An IPv4 address as an unsigned number, or -1 (for formatting; not on the hot path). */
 function parseV4(s: string, a: number, b: number): number {
-  return parseV4Into(s, a, b, v4scratch, 0) ? v4scratch[0] * 65536 + v4scratch[1] : -1;
+  const halves = new Uint16Array(2);
+  return parseV4Into(s, a, b, halves, 0) ? halves[0] * 65536 + halves[1] : -1;
 }
 
 /** Groups of hex separated by ':' in s[a, b), optionally ending with an IPv4 tail. Returns count or -1. */
@@ -161,8 +167,9 @@ function parseGroups(s: string, a: number, b: number, out: Uint16Array, allowV4:
   }
 }
 
-/** Parses IPv6 text s[a, b) into g16. */
-function parseV6(s: string, a: number, b: number): boolean {
+/** Parses IPv6 text s[a, b) into `w.out`. */
+function parseV6(s: string, a: number, b: number, w: V6Scratch): boolean {
+  const g16 = w.out;
   if (b - a < 2) return false;
   let dc = s.indexOf("::", a);
   if (dc + 2 > b) dc = -1;
@@ -172,16 +179,16 @@ function parseV6(s: string, a: number, b: number): boolean {
   }
   const again = s.indexOf("::", dc + 1);
   if (again >= 0 && again + 2 <= b) return false;
-  const nl = parseGroups(s, a, dc, left16, false);
-  const nr = parseGroups(s, dc + 2, b, right16, true);
+  const nl = parseGroups(s, a, dc, w.left, false);
+  const nr = parseGroups(s, dc + 2, b, w.right, true);
   if (nl < 0 || nr < 0 || nl + nr > 7) return false;
   for (let k = 0; k < 8; k++) g16[k] = 0;
-  for (let k = 0; k < nl; k++) g16[k] = left16[k];
-  for (let k = 0; k < nr; k++) g16[8 - nr + k] = right16[k];
+  for (let k = 0; k < nl; k++) g16[k] = w.left[k];
+  for (let k = 0; k < nr; k++) g16[8 - nr + k] = w.right[k];
   return true;
 }
 
-function g16IsMapped(): boolean {
+function isMapped(g16: Uint16Array): boolean {
   return g16[0] === 0 && g16[1] === 0 && g16[2] === 0 && g16[3] === 0 && g16[4] === 0 && g16[5] === 0xffff;
 }
 
@@ -259,9 +266,10 @@ export function parseConnectDest(text: string): ConnectDest {
     if (close < 0) throw bad(text, `missing "]" after the IPv6 address`);
     const inner = rest.slice(1, close);
     if (inner.includes("%")) throw bad(text, "IPv6 zone ids (%…) are not allowed");
-    if (!parseV6(inner, 0, inner.length)) throw bad(text, `"${clip(inner, 60)}" is not an IPv6 address`);
+    const w = v6Scratch();
+    if (!parseV6(inner, 0, inner.length, w)) throw bad(text, `"${clip(inner, 60)}" is not an IPv6 address`);
     family = "inet6";
-    groups = Array.from(g16);
+    groups = Array.from(w.out);
     after = rest.slice(close + 1);
   } else if (rest[0] === "*") {
     family = null;
@@ -403,76 +411,89 @@ export function destSpecificity(dest: ConnectDest): number {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Matching. A target is "prepared" into scratch state once; covers checks against it allocate nothing.
+// Matching. A target is "prepared" once into a PreparedTarget its owner keeps (lib/policy/policy.ts: one per
+// Policy); covers checks against it allocate nothing.
 
 const T_NONE = 0, T_INET = 1, T_UNIX = 2, T_ABSTRACT = 3;
-let tKind = T_NONE;
-let tV4 = false;
-/** The target address as eight 16-bit groups (IPv4 as ::ffff:a.b.c.d). */
-const tg = new Uint16Array(8);
-let tPort = 0;
-let tProto: "tcp" | "udp" = "tcp";
-let tPath = "";
 
-/**
- * Parses `target` into the module's scratch state, for {@link coversPrepared}. A target whose address does not
- * parse is covered by nothing but `*`. Allocates nothing.
- */
-export function prepareTarget(target: ConnectTarget): void {
-  tKind = T_NONE;
-  if (target.family === "unix") {
-    if (target.path !== undefined) {
-      tKind = T_UNIX;
-      tPath = target.path;
-    } else if (target.abstract !== undefined) {
-      tKind = T_ABSTRACT;
-      tPath = target.abstract;
-    }
-    return;
-  }
-  tPort = target.port;
-  tProto = target.proto;
-  const a = target.addr;
-  if (target.family === "inet") {
-    if (!parseV4Into(a, 0, a.length, tg, 6)) return;
-    for (let k = 0; k < 5; k++) tg[k] = 0;
-    tg[5] = 0xffff;
-    tV4 = true;
-  } else {
-    let start = 0, end = a.length;
-    if (a.charCodeAt(0) === 91 && a.charCodeAt(end - 1) === 93) {
-      start = 1;
-      end--;
-    }
-    const pct = a.indexOf("%", start);
-    if (pct >= 0 && pct < end) end = pct;
-    if (!parseV6(a, start, end)) return;
-    for (let k = 0; k < 8; k++) tg[k] = g16[k];
-    tV4 = g16IsMapped();
-  }
-  tKind = T_INET;
-}
+/** One target parsed for matching, reused from call to call by its owner: {@link prepare} then {@link covers}. */
+export class PreparedTarget {
+  #kind = T_NONE;
+  #v4 = false;
+  /** The target address as eight 16-bit groups (IPv4 as ::ffff:a.b.c.d). */
+  readonly #g = new Uint16Array(8);
+  #port = 0;
+  #proto: "tcp" | "udp" = "tcp";
+  #path = "";
+  readonly #w = v6Scratch();
 
-/** Whether `dest` covers the target last given to {@link prepareTarget}. Allocates nothing. */
-export function coversPrepared(dest: ConnectDest): boolean {
-  if (dest.kind === "any") return true;
-  switch (tKind) {
-    case T_INET: {
-      if (dest.kind !== "inet") return false;
-      if (dest.proto !== null && dest.proto !== tProto) return false;
-      if (dest.portLo !== 0 && (tPort < dest.portLo || tPort > dest.portHi)) return false;
-      if (dest.family === null) return true;
-      if ((dest.family === "inet") !== tV4) return false;
-      const m = dest.mask, n = dest.net;
-      for (let k = 0; k < 8; k++) if ((tg[k] & m[k]) !== n[k]) return false;
-      return true;
+  /**
+   * Parses `target`, for {@link covers}. A target whose address does not parse is covered by nothing but `*`.
+   * Allocates nothing.
+   */
+  prepare(target: ConnectTarget): void {
+    this.#kind = T_NONE;
+    if (target.family === "unix") {
+      if (target.path !== undefined) {
+        this.#kind = T_UNIX;
+        this.#path = target.path;
+      } else if (target.abstract !== undefined) {
+        this.#kind = T_ABSTRACT;
+        this.#path = target.abstract;
+      }
+      return;
     }
-    case T_UNIX:
-      return dest.kind === "unix" && scopeCovers(dest.scope, tPath);
-    case T_ABSTRACT:
-      return dest.kind === "abstract" && (dest.prefix ? tPath.startsWith(dest.name) : tPath === dest.name);
-    default:
-      return false;
+    this.#port = target.port;
+    this.#proto = target.proto;
+    const a = target.addr;
+    const tg = this.#g;
+    if (target.family === "inet") {
+      if (!parseV4Into(a, 0, a.length, tg, 6)) return;
+      for (let k = 0; k < 5; k++) tg[k] = 0;
+      tg[5] = 0xffff;
+      this.#v4 = true;
+    } else {
+      let start = 0, end = a.length;
+      if (a.charCodeAt(0) === 91 && a.charCodeAt(end - 1) === 93) {
+        start = 1;
+        end--;
+      }
+      const pct = a.indexOf("%", start);
+      if (pct >= 0 && pct < end) end = pct;
+      if (!parseV6(a, start, end, this.#w)) return;
+      for (let k = 0; k < 8; k++) tg[k] = this.#w.out[k];
+      this.#v4 = isMapped(tg);
+    }
+    this.#kind = T_INET;
+  }
+
+  /** Whether `dest` covers the target last given to {@link prepare}. Allocates nothing. */
+  covers(dest: ConnectDest): boolean {
+    if (dest.kind === "any") return true;
+    switch (this.#kind) {
+      case T_INET: {
+        if (dest.kind !== "inet") return false;
+        if (dest.proto !== null && dest.proto !== this.#proto) return false;
+        if (dest.portLo !== 0 && (this.#port < dest.portLo || this.#port > dest.portHi)) return false;
+        if (dest.family === null) return true;
+        if ((dest.family === "inet") !== this.#v4) return false;
+        const m = dest.mask, n = dest.net, tg = this.#g;
+        for (let k = 0; k < 8; k++) if ((tg[k] & m[k]) !== n[k]) return false;
+        return true;
+      }
+      case T_UNIX:
+        return dest.kind === "unix" && scopeCovers(dest.scope, this.#path);
+      case T_ABSTRACT:
+        return dest.kind === "abstract" &&
+          (dest.prefix ? this.#path.startsWith(dest.name) : this.#path === dest.name);
+      default:
+        return false;
+    }
+  }
+
+  /** The prepared internet address as eight groups and whether it is IPv4, or null (not an internet address). */
+  inet(): { groups: number[]; v4: boolean } | null {
+    return this.#kind === T_INET ? { groups: Array.from(this.#g), v4: this.#v4 } : null;
   }
 }
 
@@ -485,8 +506,9 @@ export function coversPrepared(dest: ConnectDest): boolean {
  * ```
  */
 export function destCovers(dest: ConnectDest, target: ConnectTarget): boolean {
-  prepareTarget(target);
-  return coversPrepared(dest);
+  const t = new PreparedTarget();
+  t.prepare(target);
+  return t.covers(dest);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -544,17 +566,19 @@ export function suggestDestScopes(target: ConnectTarget): string[] {
     }
     return [];
   }
-  prepareTarget(target);
-  if (tKind !== T_INET) return [];
+  const prepared = new PreparedTarget();
+  prepared.prepare(target);
+  const inet = prepared.inet();
+  if (inet === null) return [];
   const p = target.proto + ":";
   const port = target.port;
   let host: string, net: string;
-  if (tV4) {
-    const v = tg[6] * 65536 + tg[7];
+  if (inet.v4) {
+    const v = inet.groups[6] * 65536 + inet.groups[7];
     host = formatV4(v);
     net = formatV4(v - (v % 256)) + "/24";
   } else {
-    const g = Array.from(tg);
+    const g = inet.groups;
     host = "[" + formatV6(g) + "]";
     net = "[" + formatV6([...g.slice(0, 4), 0, 0, 0, 0]) + "]/64";
   }
@@ -571,7 +595,8 @@ export function canonicalAddr(family: "inet" | "inet6", addr: string): string | 
     const v = parseV4(addr, 0, addr.length);
     return v < 0 ? null : formatV4(v);
   }
-  if (!parseV6(addr, 0, addr.length)) return null;
-  if (g16IsMapped()) return "::ffff:" + formatV4(g16[6] * 65536 + g16[7]);
-  return formatV6(g16);
+  const w = v6Scratch();
+  if (!parseV6(addr, 0, addr.length, w)) return null;
+  if (isMapped(w.out)) return "::ffff:" + formatV4(w.out[6] * 65536 + w.out[7]);
+  return formatV6(w.out);
 }

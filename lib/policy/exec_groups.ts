@@ -4,9 +4,10 @@
  * A member is a path pattern (`/usr/**`, `/opt/x/bin/tool`), a bare program name (`git`, looked up in `$PATH`
  * by the caller's `lookup`; a name that is not found adds nothing), or another group (`@shells`).
  *
- * Rules files add to this table with a line `group @name MEMBER...` (see rules_file.ts): a new name defines a
- * group, an existing one gets the members appended. Tables are plain `Map`s so that tests and a supervisor can
- * keep their own ({@link newGroupTable}); {@link GROUPS} is the process-wide default.
+ * Rules files add to a table with a line `group @name MEMBER...` (see rules_file.ts): a new name defines a
+ * group, an existing one gets the members appended. There is no process-wide table: a run's table is made by
+ * its plan ({@link newGroupTable}, lib/sandbox/plan.ts) and travels with its rules to the supervisor Worker
+ * (lib/supervisor/session_config.ts `groups`); without one, only the builtins ({@link BUILTIN_GROUPS}) exist.
  *
  * `@system` is special in policy.ts: its builtin allow does not apply to a program the sandbox may write.
  *
@@ -53,14 +54,30 @@ const BUILTIN: Readonly<Record<string, readonly string[]>> = {
 
 /** A group table: `@name` → members as written. */
 export type GroupTable = Map<string, string[]>;
+/** A table only read: the builtins, or a run's table. */
+export type ReadonlyGroupTable = ReadonlyMap<string, readonly string[]>;
 
 /** A fresh table holding only the builtin groups. */
 export function newGroupTable(): GroupTable {
   return new Map(Object.entries(BUILTIN).map(([k, v]) => [k, [...v]]));
 }
 
-/** The process-wide group table: the builtins plus what {@link defineGroup} added. */
-export const GROUPS: GroupTable = newGroupTable();
+/** The builtin groups alone, read-only. */
+export const BUILTIN_GROUPS: ReadonlyGroupTable = new Map(
+  Object.entries(BUILTIN).map(([k, v]) => [k, Object.freeze([...v])]),
+);
+
+/** A table as the session config carries it (a plain object: it is also written as JSON), or the builtins. */
+export function groupTableOf(
+  groups: Readonly<Record<string, readonly string[]>> | undefined,
+): ReadonlyGroupTable {
+  return groups ? new Map(Object.entries(groups)) : BUILTIN_GROUPS;
+}
+
+/** The table as a plain object, for {@link groupTableOf} on the other side. */
+export function groupRecord(groups: ReadonlyGroupTable): Record<string, string[]> {
+  return Object.fromEntries([...groups].map(([k, v]) => [k, [...v]]));
+}
 
 const GROUP_NAME = /^@[a-z0-9][a-z0-9_-]{0,63}$/;
 const PROG_NAME = /^[^/\s\0*?[]+$/;
@@ -103,10 +120,10 @@ export function checkMember(member: string): string {
  *
  * @example
  * ```ts
- * defineGroup("@mytools", ["/opt/x/bin/**", "mytool"]);
+ * defineGroup("@mytools", ["/opt/x/bin/**", "mytool"], table);
  * ```
  */
-export function defineGroup(name: string, members: readonly string[], groups: GroupTable = GROUPS): void {
+export function defineGroup(name: string, members: readonly string[], groups: GroupTable): void {
   const n = groupName(name);
   if (members.length === 0) throw new UsageError(`group ${n} needs at least one member`);
   const checked = members.map(checkMember);
@@ -125,7 +142,7 @@ export function defineGroup(name: string, members: readonly string[], groups: Gr
   else groups.set(n, checked);
 }
 
-function reaches(from: string, to: string, groups: GroupTable, seen: Set<string>): boolean {
+function reaches(from: string, to: string, groups: ReadonlyGroupTable, seen: Set<string>): boolean {
   if (seen.has(from)) return false;
   seen.add(from);
   for (const m of groups.get(from) ?? []) {
@@ -146,7 +163,7 @@ function reaches(from: string, to: string, groups: GroupTable, seen: Set<string>
 export function expandGroup(
   name: string,
   lookup: (prog: string) => string | null,
-  groups: GroupTable = GROUPS,
+  groups: ReadonlyGroupTable = BUILTIN_GROUPS,
 ): PathScope[] {
   const out: PathScope[] = [];
   const seen = new Set<string>();

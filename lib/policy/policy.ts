@@ -33,13 +33,12 @@
 import {
   type ConnectDest,
   type ConnectTarget,
-  coversPrepared,
   destSpecificity,
   parseConnectDest,
   parseConnectTarget,
-  prepareTarget,
+  PreparedTarget,
 } from "./connect_dest.ts";
-import { expandGroup, GROUPS, type GroupTable } from "./exec_groups.ts";
+import { BUILTIN_GROUPS, expandGroup, type ReadonlyGroupTable } from "./exec_groups.ts";
 import { formatScope, globCovers, globDir, parsePathScope, scopeSpecificity } from "./path_scope.ts";
 import { isDynamicLoader } from "./loader.ts";
 import { formatRule } from "./rules_file.ts";
@@ -64,8 +63,8 @@ export interface PolicyOptions {
   lookup: (prog: string) => string | null;
   /** Whether the sandbox may write `path` without asking; makes `@system` allows not apply there. */
   isWritable?: (path: string) => boolean;
-  /** Group table (default: exec_groups.ts GROUPS). */
-  groups?: GroupTable;
+  /** Group table (default: the builtins, exec_groups.ts BUILTIN_GROUPS). */
+  groups?: ReadonlyGroupTable;
 }
 
 interface Entry {
@@ -275,6 +274,8 @@ export class Policy {
   #write = new PathIndex();
   #exec = new PathIndex();
   #connect: Entry[] = [];
+  /** The connect target being decided, parsed in place (no allocation per decision). */
+  readonly #prepared = new PreparedTarget();
   #systemScopes: Set<string> | null = null;
 
   constructor(rules: readonly Rule[], opts: PolicyOptions) {
@@ -327,12 +328,13 @@ export class Policy {
           return DENY_BAD_TARGET;
         }
       } else t = target;
-      prepareTarget(t);
+      const prepared = this.#prepared;
+      prepared.prepare(t);
       let best: Entry | null = null;
       const list = this.#connect;
       for (let k = 0; k < list.length; k++) {
         const e = list[k];
-        if (e.expiresAt > now && better(e, best) && coversPrepared(e.dest!)) best = e;
+        if (e.expiresAt > now && better(e, best) && prepared.covers(e.dest!)) best = e;
       }
       return best === null ? ASK : best.decision;
     }
@@ -387,8 +389,9 @@ export class Policy {
         t = typeof target === "string" ? parseConnectTarget(target) : target;
       } catch { /* malformed: nothing matches */ }
       if (t !== null) {
-        prepareTarget(t);
-        for (const e of this.#connect) if (e.expiresAt > now && coversPrepared(e.dest!)) visit(e);
+        const prepared = new PreparedTarget();
+        prepared.prepare(t);
+        for (const e of this.#connect) if (e.expiresAt > now && prepared.covers(e.dest!)) visit(e);
       }
     } else if (typeof target === "string" && target.startsWith("/")) {
       (op === "write" ? this.#write : this.#exec).best(
@@ -465,8 +468,8 @@ export class Policy {
     }));
   }
 
-  #groups(): GroupTable {
-    return this.#opts.groups ?? GROUPS;
+  #groups(): ReadonlyGroupTable {
+    return this.#opts.groups ?? BUILTIN_GROUPS;
   }
 
   /** The scopes of `@system`, formatted (computed once). */

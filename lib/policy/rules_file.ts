@@ -30,7 +30,7 @@
 
 import { formatDest, parseConnectDest } from "./connect_dest.ts";
 import { formatDuration, parseDuration } from "./duration.ts";
-import { checkMember, defineGroup, groupName, GROUPS, type GroupTable } from "./exec_groups.ts";
+import { BUILTIN_GROUPS, checkMember, defineGroup, groupName, type GroupTable } from "./exec_groups.ts";
 import { clip, formatScope, normalizePath, parsePathScope } from "./path_scope.ts";
 import { type Op, OPS, type ReadRule, type Rule, UsageError } from "../types.ts";
 
@@ -52,7 +52,10 @@ export interface TargetOptions {
   isDir?: (path: string) => boolean;
   /** Finds a program name in `$PATH`: its absolute path, or null. */
   lookup?: (prog: string) => string | null;
-  /** Group table for `@group` targets and `group` lines (default: exec_groups.ts GROUPS). */
+  /**
+   * Group table for `@group` targets and `group` lines (default: the builtins only; a `group` line then is an
+   * error: the caller that reads group lines keeps their table, lib/sandbox/plan.ts).
+   */
   groups?: GroupTable;
 }
 
@@ -90,7 +93,7 @@ export function parseRuleTarget(op: Op, text: string, opts: TargetOptions): stri
     case "exec": {
       if (text.startsWith("@")) {
         const n = groupName(text);
-        const groups = opts.groups ?? GROUPS;
+        const groups = opts.groups ?? BUILTIN_GROUPS;
         if (!groups.has(n)) {
           throw new UsageError(`unknown group ${n} (known: ${[...groups.keys()].join(", ")})`);
         }
@@ -150,7 +153,7 @@ const q = (s: string) => JSON.stringify(clip(s, 60));
 
 /**
  * Parses a rules file. Throws {@link RulesError} (`FILE:LINE: problem`) at the first bad line. `group` lines
- * change `opts.groups` (default: the process-wide table) as they are read.
+ * add to `opts.groups` as they are read (without a table, a `group` line is an error).
  *
  * @example
  * ```ts
@@ -195,7 +198,8 @@ function parseLine(line: string, lineNo: number, opts: ParseRulesOptions, now: n
       m.startsWith("@") || !(m.includes("/") || m === "~") ? m : normalizeMember(m, opts)
     );
     for (const m of members) checkMember(m);
-    defineGroup(w[1], members, opts.groups ?? GROUPS);
+    if (!opts.groups) throw new UsageError("group lines are not read here");
+    defineGroup(w[1], members, opts.groups);
     return null;
   }
   if (head === "protect" || (head === "allow" && w[1] === "read")) {

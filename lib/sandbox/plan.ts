@@ -18,6 +18,7 @@ import { carve, type CarveFs, CarveLimitError } from "../floor/landlock_carve.ts
 import { realCarveFs } from "../floor/carve_fs.ts";
 import { type ReadProtection, readProtection } from "../policy/secrets.ts";
 import { readPath } from "../policy/rules_file.ts";
+import { type GroupTable, newGroupTable } from "../policy/exec_groups.ts";
 
 export interface Plan {
   project: string;
@@ -45,6 +46,8 @@ export interface Plan {
   userRulesFile: string;
   /** Credential locations the sandbox cannot read (lib/policy/secrets.ts; enforced by lib/floor/read_floor.ts). */
   reads: ReadProtection;
+  /** The program groups: the builtins and those the rules files define (lib/policy/exec_groups.ts). */
+  groups: GroupTable;
 }
 
 /**
@@ -73,7 +76,14 @@ export function projectStateDir(userRulesFile: string): string {
 
 export function readRulesFile(
   file: string,
-  opts: { project: string; cwd: string; home: string; pathEnv: string; reads?: ReadRule[] },
+  opts: {
+    project: string;
+    cwd: string;
+    home: string;
+    pathEnv: string;
+    reads?: ReadRule[];
+    groups: GroupTable;
+  },
 ): Rule[] {
   let text: string;
   try {
@@ -104,6 +114,7 @@ export function readRulesFile(
     isDir,
     lookup: (p) => lookupInPath(p, opts.pathEnv),
     reads: opts.reads,
+    groups: opts.groups,
   });
 }
 
@@ -161,7 +172,8 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
     if (scope.kind !== "glob") floor.push({ kind: scope.kind, path });
     rules.push({ effect: "allow", op: "write", target: formatScope(scope), source: cli("--allow-path") });
   }
-  const targetOpts = { cwd, home, isDir, lookup: (p: string) => lookupInPath(p, pathEnv) };
+  const groups = newGroupTable();
+  const targetOpts = { cwd, home, isDir, lookup: (p: string) => lookupInPath(p, pathEnv), groups };
   rules.push({
     effect: "allow",
     op: "exec",
@@ -225,7 +237,7 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
       reads.push({ effect, path, source: cli(option) });
     }
   }
-  const fileOpts = { project, cwd, home, pathEnv, reads };
+  const fileOpts = { project, cwd, home, pathEnv, reads, groups };
   try {
     if (Deno.statSync(userRulesFile).isFile) rules.push(...readRulesFile(userRulesFile, fileOpts));
   } catch (e) {
@@ -243,6 +255,7 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
       isDir,
       lookup: (p) => lookupInPath(p, pathEnv),
       reads,
+      groups,
     }));
   }
 
@@ -306,6 +319,7 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
     pathEnv,
     userRulesFile,
     reads: protection,
+    groups,
   };
 }
 

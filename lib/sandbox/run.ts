@@ -34,11 +34,11 @@ import { existingResolver, realCarveFs } from "../floor/carve_fs.ts";
 import { newInCarved, readExitLines, readFloor, readStartLines, treesToMake } from "../floor/read_floor.ts";
 import type { AskBackend } from "../types.ts";
 import { NoAsk } from "../ask/no_ask.ts";
+import { groupRecord } from "../policy/exec_groups.ts";
 import { Summary } from "../cli/summary.ts";
 import { DENIED_STATUS, finalStatus } from "../cli/fail_on_deny.ts";
 import { SupervisorHost } from "../supervisor/host.ts";
 import type { PtySession } from "../ui/terminal.ts";
-import { noteCommandSignal } from "../cli/command_signal.ts";
 import { lazyImport } from "../util/lazy_import.ts";
 
 export class HallpassError extends Error {
@@ -162,7 +162,18 @@ function preflight(): number {
   return abi;
 }
 
-export async function runSandbox(opts: CliOptions, plan: Plan, interactive: boolean): Promise<number> {
+/**
+ * How the run ended: the exit code (README.md's table), and the signal the command died of, if it did: main.ts
+ * then dies of the same signal after restoring the terminal (ffi/signal.ts), as `timeout`, `sudo` and `script`
+ * do, so that a calling shell sees what it would see without hallpass (a `for` loop stops on Ctrl-C; the next
+ * prompt starts on a new line).
+ */
+export interface RunOutcome {
+  code: number;
+  signal: number | null;
+}
+
+export async function runSandbox(opts: CliOptions, plan: Plan, interactive: boolean): Promise<RunOutcome> {
   const abi = preflight();
   const userUmask = setUmask(0); // the supervisor applies the command's umask itself
   // fds above 2 hallpass was given reach the command only with --keep-fds (docs/threat-model.md).
@@ -327,6 +338,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     carved: plan.carved ?? [],
     protected: plan.protected ?? [],
     rules: plan.rules,
+    groups: groupRecord(plan.groups),
     mediate: { exec: opts.mediate.exec, connect: opts.mediate.connect },
     noAsk: backend instanceof NoAsk,
     allowKeyring: opts.allowKeyring === true,
@@ -378,7 +390,6 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     if (pty) readLines.forEach((l) => console.error(l));
     for (const l of readExitLines(newInCarved(reads, realCarveFs), failed, plan.home)) console.error(l);
   }
-  if (status.signal) noteCommandSignal(status.signal); // main.ts dies of it too
   const denied = summary.lines().length > 0;
   const code = finalStatus(
     status.signal ? 128 + status.signal : status.code,
@@ -388,7 +399,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   if (code === DENIED_STATUS && code !== status.code) {
     console.error(`hallpass: the command succeeded, but something was denied: exit ${code} (--fail-on-deny)`);
   }
-  return code;
+  return { code, signal: status.signal || null };
 }
 
 /**

@@ -16,6 +16,7 @@
  * @module
  */
 import { Policy } from "../policy/policy.ts";
+import { groupTableOf } from "../policy/exec_groups.ts";
 import { lookupInPath } from "../policy/path_lookup.ts";
 import type { PathScope, Rule } from "../types.ts";
 import type { ProtectedPath } from "../policy/protected_paths.ts";
@@ -26,6 +27,7 @@ import { execVerdict, inFloor, writeAnswer, type WriteContext, writeVerdict } fr
 /** What the fast path's decisions are replayed against: the parts of the session config the decision reads. */
 export interface RecordedContext {
   rules: Rule[];
+  groups?: Record<string, string[]>;
   floor: PathScope[];
   protected?: ProtectedPath[];
   home: string;
@@ -41,6 +43,7 @@ export function recordContext(c: RecordedContext): void {
   const ctx: RecordedContext = {
     // Infinity (no expiry) is not JSON: a rule without expiresAt means the same.
     rules: c.rules.map((r) => (r.expiresAt === Infinity ? { ...r, expiresAt: undefined } : r)),
+    groups: c.groups,
     floor: c.floor,
     protected: c.protected ?? [],
     home: c.home,
@@ -68,6 +71,7 @@ function decider(c: RecordedContext): Decider {
     cwd: c.cwd,
     lookup: (p) => lookupInPath(p, c.pathEnv),
     isWritable: (p) => inFloor(c.floor, p) || policy.decide("write", p, Date.now()).effect === "allow",
+    groups: groupTableOf(c.groups),
   });
   return {
     policy,

@@ -14,6 +14,7 @@ import { ruleFileLine } from "../policy/rules_file.ts";
 import { isGlobTarget } from "../policy/path_scope.ts";
 import type { SessionConfig, ToMain, ToWorker } from "./session_config.ts";
 import type { Summary } from "../cli/summary.ts";
+import { groupTableOf } from "../policy/exec_groups.ts";
 
 /** How long an answer is given again to the same process asking the same thing (see SupervisorHost.#ask). */
 const REUSE_MS = 3000;
@@ -106,6 +107,7 @@ export class SupervisorHost {
         home: cfg.home,
         cwd: cfg.cwd,
         lookup: (p) => lookupInPath(p, cfg.pathEnv),
+        groups: groupTableOf(cfg.groups),
       });
       recordContext(cfg); // HALLPASS_FASTPATH_RECORD (lib/supervisor/fast_replay.ts)
       fast.setRoots(fastRootsOf(policy, cfg.floor, cfg.mediate.exec));

@@ -20,6 +20,7 @@ import { getRemoteFd, type Notification, type NotifyFd, openat2, RESOLVE } from 
 import { fs, S_IFDIR, S_IFIFO, S_IFREG } from "../../ffi/fsops.ts";
 import { resolveSyscall } from "../../ffi/seccomp.ts";
 import { formatSource, Policy } from "../policy/policy.ts";
+import { groupTableOf } from "../policy/exec_groups.ts";
 import { formatRule } from "../policy/rules_file.ts";
 import { isGlobTarget } from "../policy/path_scope.ts";
 import { suggestExecScopes, suggestScopes } from "../policy/suggest_scope.ts";
@@ -176,6 +177,7 @@ export class Mediator {
       lookup: (p) =>
         cfg.container ? lookupInPath(p, cfg.pathEnv, programInView) : lookupInPath(p, cfg.pathEnv),
       isWritable: (p) => this.#inFloor(p) || this.policy.decide("write", p, Date.now()).effect === "allow",
+      groups: groupTableOf(cfg.groups),
     });
     this.#retaint();
     for (const c of WRITE_CALLS) {

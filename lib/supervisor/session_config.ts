@@ -30,6 +30,8 @@ export interface SessionConfig {
   /** Paths that ask even inside the floor (lib/policy/protected_paths.ts). */
   protected?: ProtectedPath[];
   rules: Rule[];
+  /** The program groups the rules name (lib/policy/exec_groups.ts groupRecord); absent: the builtins only. */
+  groups?: Record<string, string[]>;
   mediate: { exec: boolean; connect: boolean };
   /** `--allow-keyring`: the kernel keyring calls go through (lib/supervisor/sys_calls.ts). */
   allowKeyring?: boolean;

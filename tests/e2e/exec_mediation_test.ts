@@ -219,6 +219,35 @@ Deno.test("--allow-exec PATH, DIR/**, a name looked up in $PATH, @shells", async
   }
 });
 
+Deno.test("a group a rules file defines (`group @mine PROG`) allows what `allow exec @mine` names, in the supervisor too", async () => {
+  // The supervisor Worker decides with the groups of the run's plan: it once had only the builtins and
+  // stopped the sandbox at the first exec ("supervisor failed: unknown group @mine").
+  const s = await scratch();
+  try {
+    await exe(`${s.outside}/mine`, "#!/bin/sh\necho mine\n");
+    await exe(`${s.outside}/other`, "#!/bin/sh\necho other\n");
+    const rules = `${s.outside}/rules`;
+    await Deno.writeTextFile(rules, `group @mine ${s.outside}/mine\nallow exec @mine\n`);
+    // Control: without the rules, the program is refused.
+    assertEquals((await hp(["--no-ask", "--", "sh", "-c", `${s.outside}/mine`], s.project)).code, 126);
+    for (const how of [["--no-ask"], ["--ask-program", await askProgram(s.outside, "deny")]]) {
+      const r = await hp([
+        ...how,
+        "--rules",
+        rules,
+        "--",
+        "sh",
+        "-c",
+        `${s.outside}/mine; ${s.outside}/other`,
+      ], s.project);
+      assertEquals([r.code, r.stdout], [126, "mine\n"], `${how[0]}: ${r.stderr}`);
+      assert(!r.stderr.includes("supervisor failed"), r.stderr);
+    }
+  } finally {
+    await s.cleanup();
+  }
+});
+
 Deno.test("memfd_create + fexecve / execveat(AT_EMPTY_PATH) asks, whatever the memfd is named", async () => {
   const b = await bins();
   const s = await scratch();
