@@ -52,6 +52,10 @@
 #define CFG_WAIT_KILLABLE 4u
 #define CFG_SIGINT_IGN 8u
 #define CFG_SIGQUIT_IGN 16u
+/* Landlock ABI 7: log the command's denials to audit, which hallpass reads (lib/floor/refused_reads.ts). */
+#define CFG_LOG_DENIALS 32u
+#define LANDLOCK_RESTRICT_SELF_LOG_SAME_EXEC_OFF 1u
+#define LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON 2u
 
 /* Kernel ABI, spelled out so that musl-gcc needs no kernel headers (values from linux/seccomp.h, filter.h). */
 struct sock_filter {
@@ -362,7 +366,10 @@ static void child(int sock, const struct config *cfg, int bpf_fd, int ruleset_fd
 	drop_capabilities();
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) die("no_new_privs");
 	if (ruleset_fd >= 0) {
-		if (syscall(SYS_landlock_restrict_self, ruleset_fd, 0) < 0) die("landlock_restrict_self");
+		unsigned log = (cfg->flags & CFG_LOG_DENIALS)
+			? LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON | LANDLOCK_RESTRICT_SELF_LOG_SAME_EXEC_OFF
+			: 0;
+		if (syscall(SYS_landlock_restrict_self, ruleset_fd, log) < 0) die("landlock_restrict_self");
 		close(ruleset_fd);
 	}
 	struct sock_fprog prog = read_bpf(bpf_fd);

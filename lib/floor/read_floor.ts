@@ -139,8 +139,16 @@ export function notEnforcedLines(floor: ReadFloor, home: string): string[] {
   return out;
 }
 
-/** Lines for the exit summary. `failed`: the command did not exit 0. */
-export function readExitLines(created: string[], failed: boolean, home: string): string[] {
+/**
+ * Lines for the exit summary. `failed`: the command did not exit 0. `unreported`: why the kernel's refusals
+ * were not reported to hallpass (lib/floor/refused_reads.ts), or null when they were (then they are listed instead).
+ */
+export function readExitLines(
+  created: string[],
+  failed: boolean,
+  home: string,
+  unreported: string | null = "the kernel does not report them",
+): string[] {
   const out: string[] = [];
   if (created.length) {
     out.push(
@@ -149,9 +157,9 @@ export function readExitLines(created: string[], failed: boolean, home: string):
     for (const p of created.slice(0, 10)) out.push(`  ${tilde(p, home)}`);
     if (created.length > 10) out.push(`  … and ${created.length - 10} more`);
   }
-  if (failed) {
+  if (failed && unreported !== null) {
     out.push(
-      "hallpass: reads of protected credential locations are refused (EACCES) by the kernel, which does not tell hallpass; if the command failed on one, `hallpass rules read PATH` names the rule and --allow-read PATH lifts it",
+      `hallpass: reads of protected credential locations are refused (EACCES) by the kernel, unseen by hallpass here (${unreported}); if the command failed on one, \`hallpass rules read PATH\` names the rule and --allow-read PATH lifts it`,
     );
   }
   return out;

@@ -32,6 +32,7 @@ import { ownTerminals, withTerminalReads } from "../supervisor/other_terminals.t
 import { CarveLimitError } from "../floor/landlock_carve.ts";
 import { existingResolver, realCarveFs } from "../floor/carve_fs.ts";
 import { newInCarved, readExitLines, readFloor, readStartLines, treesToMake } from "../floor/read_floor.ts";
+import { refusedInput, RefusedReadsWatch, reportingStatus } from "../floor/refused_reads.ts";
 import type { AskBackend } from "../types.ts";
 import { NoAsk } from "../ask/no_ask.ts";
 import { groupRecord } from "../policy/exec_groups.ts";
@@ -49,7 +50,7 @@ export class HallpassError extends Error {
 
 /** Launcher protocol (helper/launcher/launcher.c). */
 const MAGIC = 0x31504c48;
-const CFG = { RULESET: 1, PTY: 2, WAIT_KILLABLE: 4, SIGINT_IGN: 8, SIGQUIT_IGN: 16 };
+const CFG = { RULESET: 1, PTY: 2, WAIT_KILLABLE: 4, SIGINT_IGN: 8, SIGQUIT_IGN: 16, LOG_DENIALS: 32 };
 const EACCES = 13;
 /** How long a command told to end (SIGTERM, SIGHUP) may take before hallpass ends the whole sandbox. */
 const END_GRACE_MS = 3000;
@@ -241,12 +242,13 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     }
   }
   let reads;
+  const resolve = existingResolver();
   try {
     reads = readFloor(
       withTerminalReads(plan.reads, pty ? [pty.slavePath] : ownTerminals()),
       plan.project,
       realCarveFs,
-      existingResolver(),
+      resolve,
     );
   } catch (e) {
     if (!(e instanceof CarveLimitError)) throw e;
@@ -269,6 +271,14 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     landlockPlan(plan, abi, opts.mediate.connect, noPerson ? execFloor(plan) : undefined, reads),
     abi,
   );
+  // Refused reads are told to hallpass where the kernel lets it read them (lib/floor/refused_reads.ts).
+  const reporting = plan.reads.protect.length ? reportingStatus(abi) : null;
+  const watch = reporting?.ok
+    ? new RefusedReadsWatch(
+      reporting.reader,
+      refusedInput(plan.reads, reads.before.keys(), resolve, plan.home),
+    )
+    : null;
   const bpf = await filterFd(opts);
   const [mySock, childSock] = seqpacketPair();
   setCloexec(childSock, false);
@@ -287,7 +297,11 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   const dv = new DataView(cfgMsg.buffer);
   dv.setUint32(0, MAGIC, true);
   dv.setUint32(4, 1, true);
-  dv.setUint32(8, CFG.RULESET | CFG.WAIT_KILLABLE | (pty ? CFG.PTY : 0), true);
+  dv.setUint32(
+    8,
+    CFG.RULESET | CFG.WAIT_KILLABLE | (pty ? CFG.PTY : 0) | (watch ? CFG.LOG_DENIALS : 0),
+    true,
+  );
   dv.setUint32(12, userUmask, true);
   sendWithFds(mySock, cfgMsg, [bpf, ruleset.fd, ...(pty ? [pty.slaveFd] : [])]);
   close(bpf);
@@ -322,6 +336,10 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
 
   // --- the supervisor
   const summary = new Summary();
+  // One line per denial (docs/ci.md) without a person; not over a program that owns the terminal while an ask
+  // program answers (the summary at exit still lists them).
+  const printDenials = !pty && (backend instanceof NoAsk || !Deno.stderr.isTerminal());
+  watch?.start(commandPid, printDenials ? warn : null);
   const host = new SupervisorHost({
     listenerFd,
     commandPid,
@@ -356,9 +374,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     summary,
     warn,
     rulesFile: plan.userRulesFile,
-    // One line per denial (docs/ci.md) without a person; not over a program that owns the terminal while an ask
-    // program answers (the summary at exit still lists them).
-    printDenials: !pty && (backend instanceof NoAsk || !Deno.stderr.isTerminal()),
+    printDenials,
     onFatal: (message) => {
       // Fail closed: hallpass exits, its end of the launcher's socket closes, and the launcher kills every
       // sandboxed process (SIGKILL of the launcher alone would leave them running, re-parented to init).
@@ -381,6 +397,10 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
 
   const status = await launcher.status;
   await host.stop();
+  // The listener's file holds the command's credentials, and so its Landlock domain: closed, the domain ends
+  // and its last audit record (its count of denials) comes.
+  if (watch) close(listenerFd);
+  const refusedLines = watch ? await watch.finish() : [];
   await backend.close();
   if (pty) await pty.finish();
   for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
@@ -388,9 +408,13 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     summary.print((l) => console.error(l));
     const failed = status.code !== 0 || !!status.signal;
     if (pty) readLines.forEach((l) => console.error(l));
-    for (const l of readExitLines(newInCarved(reads, realCarveFs), failed, plan.home)) console.error(l);
+    refusedLines.forEach((l) => console.error(l));
+    const unreported = watch ? null : reporting && !reporting.ok ? reporting.why : undefined;
+    for (const l of readExitLines(newInCarved(reads, realCarveFs), failed, plan.home, unreported)) {
+      console.error(l);
+    }
   }
-  const denied = summary.lines().length > 0;
+  const denied = summary.lines().length > 0 || refusedLines.length > 0;
   const code = finalStatus(
     status.signal ? 128 + status.signal : status.code,
     denied,

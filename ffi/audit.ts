@@ -1,0 +1,194 @@
+/**
+ * The kernel's audit records, read through a NETLINK_AUDIT socket joined to the read-only multicast group
+ * (AUDIT_NLGRP_READLOG): how hallpass learns of the reads Landlock refused (lib/floor/refused_reads.ts). Joining
+ * needs CAP_AUDIT_READ in the initial namespaces, and records exist only while audit is enabled.
+ * Docs: kernel Documentation/admin-guide/LSM/landlock.rst (record types), userspace-api/landlock.rst (flags).
+ */
+import { close, errno, pollAsync } from "./libc.ts";
+
+const SYMBOLS = {
+  socket: { parameters: ["i32", "i32", "i32"], result: "i32" },
+  bind: { parameters: ["i32", "buffer", "u32"], result: "i32" },
+  sendto: { parameters: ["i32", "buffer", "usize", "i32", "buffer", "u32"], result: "isize" },
+  recvfrom: { parameters: ["i32", "buffer", "usize", "i32", "buffer", "buffer"], result: "isize" },
+  setsockopt: { parameters: ["i32", "i32", "i32", "buffer", "u32"], result: "i32" },
+  poll: { parameters: ["buffer", "u64", "i32"], result: "i32" },
+} as const satisfies Deno.ForeignLibraryInterface;
+
+let lib: Deno.DynamicLibrary<typeof SYMBOLS>["symbols"] | null = null;
+function nl() {
+  if (lib === null) lib = Deno.dlopen("libc.so.6", SYMBOLS).symbols;
+  return lib;
+}
+
+const AF_NETLINK = 16;
+const SOCK_RAW = 3;
+const SOCK_CLOEXEC = 0o2000000;
+const NETLINK_AUDIT = 9;
+const AUDIT_NLGRP_READLOG = 1;
+const AUDIT_GET = 1000;
+const NLMSG_ERROR = 2;
+const NLM_F_REQUEST = 1;
+const MSG_DONTWAIT = 0x40;
+const ENOBUFS = 105;
+const EAGAIN = 11;
+
+/** Landlock's record types (include/uapi/linux/audit.h). */
+export const AUDIT_LANDLOCK_ACCESS = 1423;
+export const AUDIT_LANDLOCK_DOMAIN = 1424;
+
+/** landlock_restrict_self(2) flags (Landlock ABI 7). */
+export const RESTRICT_SELF = { LOG_SAME_EXEC_OFF: 1, LOG_NEW_EXEC_ON: 2, LOG_SUBDOMAINS_OFF: 4 } as const;
+
+function sockaddrNl(groups: number): Uint8Array<ArrayBuffer> {
+  const a = new Uint8Array(128);
+  const v = new DataView(a.buffer);
+  v.setUint16(0, AF_NETLINK, true);
+  v.setUint32(4, 0, true); // nl_pid: the kernel picks one
+  v.setUint32(8, groups, true);
+  return a;
+}
+
+/** Whether audit is enabled (AUDIT_GET: needs CAP_AUDIT_CONTROL), or -errno. */
+export function auditEnabled(): boolean | number {
+  const fd = nl().socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
+  if (fd < 0) return -errno();
+  try {
+    const msg = new Uint8Array(128);
+    const v = new DataView(msg.buffer);
+    v.setUint32(0, 16, true); // nlmsg_len: the header alone
+    v.setUint16(4, AUDIT_GET, true);
+    v.setUint16(6, NLM_F_REQUEST, true);
+    v.setUint32(8, 1, true); // seq
+    const kernel = sockaddrNl(0);
+    if (Number(nl().sendto(fd, msg, 16n, 0, kernel, 12)) < 0) return -errno();
+    const pfd = new Uint8Array(128);
+    const pv = new DataView(pfd.buffer);
+    pv.setInt32(0, fd, true);
+    pv.setInt16(4, 1, /* POLLIN */ true);
+    const buf = new Uint8Array(8192);
+    for (let i = 0; i < 4; i++) {
+      if (nl().poll(pfd, 1n, 1000) <= 0) return -110; // ETIMEDOUT
+      const n = Number(nl().recvfrom(fd, buf, BigInt(buf.length), MSG_DONTWAIT, null, null));
+      if (n < 16) continue;
+      const bv = new DataView(buf.buffer);
+      const type = bv.getUint16(4, true);
+      if (type === NLMSG_ERROR) {
+        const err = bv.getInt32(16, true);
+        if (err < 0) return err;
+        continue; // an ack
+      }
+      // struct audit_status: mask, enabled, failure, pid, ... (0 off, 1 on, 2 on and locked)
+      if (type === AUDIT_GET && n >= 24) return bv.getUint32(20, true) !== 0;
+    }
+    return -71; // EPROTO
+  } finally {
+    close(fd);
+  }
+}
+
+/** AUDIT_TRUSTED_APP: an application's own message, freestyle text (the end-of-session marker). */
+export const AUDIT_TRUSTED_APP = 1121;
+
+/**
+ * Sends an application message to audit (needs CAP_AUDIT_WRITE): 0, or -errno. Audit queues every record in
+ * order, so once this one comes back on the multicast group, every record queued before it has too.
+ */
+export function sendAuditMessage(text: string): number {
+  const fd = nl().socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
+  if (fd < 0) return -errno();
+  try {
+    const body = new TextEncoder().encode(text);
+    const len = 16 + body.length + 1;
+    const msg = new Uint8Array(Math.max(128, (len + 3) & ~3));
+    const v = new DataView(msg.buffer);
+    v.setUint32(0, len, true);
+    v.setUint16(4, AUDIT_TRUSTED_APP, true);
+    v.setUint16(6, NLM_F_REQUEST, true);
+    msg.set(body, 16);
+    return Number(nl().sendto(fd, msg, BigInt(len), 0, sockaddrNl(0), 12)) < 0 ? -errno() : 0;
+  } finally {
+    close(fd);
+  }
+}
+
+export interface AuditRecord {
+  type: number;
+  text: string;
+}
+
+/** A socket on the audit read-only multicast group; records from the kernel only (sender port 0). */
+export class AuditReader {
+  #fd: number;
+  #lost = false;
+  private constructor(fd: number) {
+    this.#fd = fd;
+  }
+
+  /** Joins the group, or returns -errno (EPERM without CAP_AUDIT_READ). */
+  static open(): AuditReader | number {
+    const fd = nl().socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
+    if (fd < 0) return -errno();
+    if (nl().bind(fd, sockaddrNl(1 << (AUDIT_NLGRP_READLOG - 1)), 12) < 0) {
+      const e = errno();
+      close(fd);
+      return -e;
+    }
+    // A larger receive buffer (best effort, up to net.core.rmem_max): a burst of denials overflows the default.
+    const size = new Uint8Array(128);
+    new DataView(size.buffer).setInt32(0, 1 << 20, true);
+    nl().setsockopt(fd, 1, /* SOL_SOCKET */ 8, /* SO_RCVBUF */ size, 4);
+    return new AuditReader(fd);
+  }
+
+  /** The kernel dropped records for this socket (its buffer overflowed). */
+  get lost(): boolean {
+    return this.#lost;
+  }
+
+  /** Waits up to `timeoutMs` for records (off the event loop's thread); [] when none came. */
+  async next(timeoutMs: number): Promise<AuditRecord[]> {
+    if (this.#fd < 0) return [];
+    const ev = await pollAsync(this.#fd, 1, /* POLLIN */ timeoutMs);
+    if (this.#fd < 0 || ev === 0) return [];
+    return this.#drain();
+  }
+
+  #drain(): AuditRecord[] {
+    const out: AuditRecord[] = [];
+    const buf = new Uint8Array(16384);
+    const from = new Uint8Array(128);
+    const fromLen = new Uint8Array(128);
+    const dec = new TextDecoder();
+    for (let i = 0; i < 256; i++) {
+      new DataView(fromLen.buffer).setUint32(0, 12, true);
+      const n = Number(nl().recvfrom(this.#fd, buf, BigInt(buf.length), MSG_DONTWAIT, from, fromLen));
+      if (n < 0) {
+        const e = errno();
+        if (e === ENOBUFS) {
+          this.#lost = true;
+          continue;
+        }
+        if (e === EAGAIN) break;
+        break;
+      }
+      if (new DataView(from.buffer).getUint32(4, true) !== 0) continue; // not from the kernel
+      const v = new DataView(buf.buffer, 0, n);
+      for (let off = 0; off + 16 <= n;) {
+        const len = v.getUint32(off, true);
+        if (len < 16 || off + len > n) break;
+        const type = v.getUint16(off + 4, true);
+        let end = off + len;
+        while (end > off + 16 && buf[end - 1] === 0) end--;
+        out.push({ type, text: dec.decode(buf.subarray(off + 16, end)) });
+        off += (len + 3) & ~3;
+      }
+    }
+    return out;
+  }
+
+  close(): void {
+    close(this.#fd);
+    this.#fd = -1;
+  }
+}
