@@ -1,6 +1,7 @@
 /**
  * `hallpass agent [OPTIONS]`: the command line of the node agent (docs/kubernetes.md).
  */
+import { parseRules } from "../policy/rules_file.ts";
 import { parseDuration } from "../policy/duration.ts";
 import { UsageError } from "../types.ts";
 import type { AgentOptions } from "./agent.ts";
@@ -113,6 +114,7 @@ export function parseAgentArgs(argv: string[]): AgentInvocation {
     } catch (e) {
       throw new UsageError(`agent: --rules ${o.rulesDir}: ${(e as Error).message}`);
     }
+    checkRulesDir(o.rulesDir);
   }
   return { kind: "run", opts: o };
 }
@@ -150,4 +152,34 @@ export async function agentCommand(argv: string[]): Promise<number> {
   Deno.removeSignalListener("SIGTERM", onSignal);
   Deno.removeSignalListener("SIGINT", onSignal);
   return code;
+}
+
+/**
+ * Every rules file of the directory parses as a pod's would (lib/agent/agent.ts): a bad line (such as
+ * `protect PATH`, which a pod cannot enforce) stops the agent at start with the file and line, instead of
+ * failing each pod that uses the file later. A file changed while the agent runs is checked when a pod uses it.
+ */
+export function checkRulesDir(dir: string): void {
+  let names: string[];
+  try {
+    // A ConfigMap's files are symlinks into its `..data` directory.
+    names = [...Deno.readDirSync(dir)].filter((e) => !e.isDirectory && e.name.endsWith(".rules"))
+      .map((e) => e.name);
+  } catch (e) {
+    throw new UsageError(`agent: --rules ${dir}: ${(e as Error).message}`);
+  }
+  for (const name of names.sort()) {
+    const file = `${dir}/${name}`;
+    let text: string;
+    try {
+      text = Deno.readTextFileSync(file);
+    } catch (e) {
+      throw new UsageError(`agent: ${file}: ${(e as Error).message}`);
+    }
+    try {
+      parseRules(text, { file, project: false, cwd: "/", home: "/root", lookup: () => null });
+    } catch (e) {
+      throw new UsageError(`agent: ${(e as Error).message}`);
+    }
+  }
 }

@@ -6,6 +6,7 @@ import { landlockAbi } from "../../ffi/landlock.ts";
 import { notifSizes, userNotifAvailable } from "../../ffi/notify.ts";
 import { libseccompVersion } from "../../ffi/seccomp.ts";
 import { launcherPath } from "../sandbox/run.ts";
+import { reportingStatus } from "../floor/refused_reads.ts";
 
 /** The capabilities a root-run sandbox keeps (helper/launcher/launcher.c KEEP_CAPS). */
 export const ROOT_KEEPS = [
@@ -66,6 +67,21 @@ export function runChecks(): Check[] {
       : "SSH keys, cloud tokens and the rest of the list would be readable: Landlock (Linux ≥ 5.13) is needed",
   });
   if (abi >= 1) {
+    // Whether a refused read can be named to the person (lib/floor/refused_reads.ts).
+    const rs = reportingStatus(abi);
+    if (rs.ok) rs.reader.close();
+    checks.push({
+      name: "refused reads reported",
+      ok: rs.ok,
+      optional: true,
+      value: rs.ok
+        ? "yes: from the kernel's audit records (one line each, and in the exit summary)"
+        : `no: ${rs.why}`,
+      advice: rs.ok
+        ? undefined
+        : "the program still gets EACCES, but hallpass cannot name the refused file; `hallpass rules read PATH` " +
+          "names the rule (as root with audit on, hallpass names each)",
+    });
     checks.push({
       name: "Landlock ABI ≥ 3 (truncate)",
       ok: abi >= 3,

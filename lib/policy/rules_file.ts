@@ -261,7 +261,7 @@ function readLine(w: string[], lineNo: number, opts: ParseRulesOptions): void {
   }
   if (!opts.reads) {
     throw new UsageError(
-      `"${form}" is not available here: read protection needs the sandbox's Landlock floor`,
+      `"${form}" is not available in a pod's rules: read protection needs the sandbox's Landlock floor, which a pod does not have (docs/kubernetes.md)`,
     );
   }
   opts.reads.push({

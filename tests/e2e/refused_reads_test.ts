@@ -200,3 +200,30 @@ test({
     await s.cleanup();
   }
 });
+
+test({
+  name: "doctor says whether refused reads can be reported, as the probe finds: root with audit on and off",
+  ignore: [root, abi7, tool("gcc")],
+}, async () => {
+  const line = async () =>
+    (await hallpass(["doctor"])).stdout.split("\n").find((l) => l.includes("refused reads"));
+  await withAudit(async () => {
+    assertMatch((await line()) ?? "", /^ok\s+refused reads reported\s+yes: from the kernel's audit records/);
+  });
+  const sw = await compileHelper("audit_switch");
+  if ((await bare([sw, "get"])).stdout.trim() === "0") {
+    assertMatch((await line()) ?? "", /^warn\s+refused reads reported\s+no: audit is off/);
+  }
+});
+
+test(
+  { name: "doctor, unprivileged: refused reads are not reported, and why", ignore: [unprivileged, abi7] },
+  async () => {
+    const r = await hallpass(["doctor"]);
+    assertMatch(r.stdout, /^ok\s+read protection\s+credential files unreadable \(Landlock ABI \d+\)/m);
+    assertMatch(
+      r.stdout,
+      /^warn\s+refused reads reported\s+no: the kernel reports them to audit, which an unprivileged/m,
+    );
+  },
+);
