@@ -49,41 +49,87 @@ function sockaddrNl(groups: number): Uint8Array<ArrayBuffer> {
   return a;
 }
 
-/** Whether audit is enabled (AUDIT_GET: needs CAP_AUDIT_CONTROL), or -errno. */
-export function auditEnabled(): boolean | number {
-  const fd = nl().socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
-  if (fd < 0) return -errno();
-  try {
+/**
+ * AUDIT_GET (needs CAP_AUDIT_CONTROL): whether audit is enabled. The kernel answers from a thread it starts
+ * for the reply (2–40 ms on a loaded machine), so the session sends the question at start and reads the answer
+ * when it needs it.
+ */
+export class AuditStatusQuery {
+  #fd: number;
+  private constructor(fd: number) {
+    this.#fd = fd;
+  }
+
+  /** Sends the question, or returns -errno. */
+  static send(): AuditStatusQuery | number {
+    const fd = nl().socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
+    if (fd < 0) return -errno();
     const msg = new Uint8Array(128);
     const v = new DataView(msg.buffer);
     v.setUint32(0, 16, true); // nlmsg_len: the header alone
     v.setUint16(4, AUDIT_GET, true);
     v.setUint16(6, NLM_F_REQUEST, true);
     v.setUint32(8, 1, true); // seq
-    const kernel = sockaddrNl(0);
-    if (Number(nl().sendto(fd, msg, 16n, 0, kernel, 12)) < 0) return -errno();
+    if (Number(nl().sendto(fd, msg, 16n, 0, sockaddrNl(0), 12)) < 0) {
+      const e = errno();
+      close(fd);
+      return -e;
+    }
+    return new AuditStatusQuery(fd);
+  }
+
+  /** The answer within `timeoutMs`: enabled or not, or -errno (ETIMEDOUT: none came). */
+  async result(timeoutMs: number): Promise<boolean | number> {
+    const end = Date.now() + timeoutMs;
+    try {
+      while (this.#fd >= 0) {
+        const left = end - Date.now();
+        if (left <= 0 || (await pollAsync(this.#fd, 1, /* POLLIN */ left)) === 0) return -110;
+        const r = this.#read();
+        if (r !== null) return r;
+      }
+      return -9; // EBADF: closed
+    } finally {
+      this.close();
+    }
+  }
+
+  /** The same, blocking this thread (`hallpass doctor`). */
+  resultSync(timeoutMs: number): boolean | number {
     const pfd = new Uint8Array(128);
     const pv = new DataView(pfd.buffer);
-    pv.setInt32(0, fd, true);
+    pv.setInt32(0, this.#fd, true);
     pv.setInt16(4, 1, /* POLLIN */ true);
-    const buf = new Uint8Array(8192);
-    for (let i = 0; i < 4; i++) {
-      if (nl().poll(pfd, 1n, 1000) <= 0) return -110; // ETIMEDOUT
-      const n = Number(nl().recvfrom(fd, buf, BigInt(buf.length), MSG_DONTWAIT, null, null));
-      if (n < 16) continue;
-      const bv = new DataView(buf.buffer);
-      const type = bv.getUint16(4, true);
-      if (type === NLMSG_ERROR) {
-        const err = bv.getInt32(16, true);
-        if (err < 0) return err;
-        continue; // an ack
+    try {
+      for (let i = 0; i < 4; i++) {
+        if (nl().poll(pfd, 1n, timeoutMs) <= 0) return -110;
+        const r = this.#read();
+        if (r !== null) return r;
       }
-      // struct audit_status: mask, enabled, failure, pid, ... (0 off, 1 on, 2 on and locked)
-      if (type === AUDIT_GET && n >= 24) return bv.getUint32(20, true) !== 0;
+      return -71; // EPROTO
+    } finally {
+      this.close();
     }
-    return -71; // EPROTO
-  } finally {
-    close(fd);
+  }
+
+  #read(): boolean | number | null {
+    const buf = new Uint8Array(8192);
+    const n = Number(nl().recvfrom(this.#fd, buf, BigInt(buf.length), MSG_DONTWAIT, null, null));
+    if (n < 16) return null;
+    const bv = new DataView(buf.buffer);
+    const type = bv.getUint16(4, true);
+    if (type === NLMSG_ERROR) {
+      const err = bv.getInt32(16, true);
+      return err < 0 ? err : null; // an error, or an ack
+    }
+    // struct audit_status: mask, enabled, failure, pid, ... (0 off, 1 on, 2 on and locked)
+    if (type === AUDIT_GET && n >= 24) return bv.getUint32(20, true) !== 0;
+    return null;
+  }
+
+  close(): void {
+    close(this.#fd);
+    this.#fd = -1;
   }
 }
 

@@ -6,7 +6,7 @@ import { landlockAbi } from "../../ffi/landlock.ts";
 import { notifSizes, userNotifAvailable } from "../../ffi/notify.ts";
 import { libseccompVersion } from "../../ffi/seccomp.ts";
 import { launcherPath } from "../sandbox/run.ts";
-import { reportingStatus } from "../floor/refused_reads.ts";
+import { reportingStatusNow } from "../floor/refused_reads.ts";
 
 /** The capabilities a root-run sandbox keeps (helper/launcher/launcher.c KEEP_CAPS). */
 export const ROOT_KEEPS = [
@@ -68,8 +68,7 @@ export function runChecks(): Check[] {
   });
   if (abi >= 1) {
     // Whether a refused read can be named to the person (lib/floor/refused_reads.ts).
-    const rs = reportingStatus(abi);
-    if (rs.ok) rs.reader.close();
+    const rs = reportingStatusNow(abi);
     checks.push({
       name: "refused reads reported",
       ok: rs.ok,

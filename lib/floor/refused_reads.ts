@@ -16,8 +16,8 @@ import {
   AUDIT_LANDLOCK_ACCESS,
   AUDIT_LANDLOCK_DOMAIN,
   AUDIT_TRUSTED_APP,
-  auditEnabled,
   AuditReader,
+  AuditStatusQuery,
   sendAuditMessage,
 } from "../../ffi/audit.ts";
 import { errnoName } from "../../ffi/errors.ts";
@@ -262,30 +262,58 @@ export class RefusedReads {
   }
 }
 
-/** Whether this hallpass can be told of refused reads, and why not (for the exit line and `hallpass doctor`). */
-export type ReportingStatus = { ok: true; reader: AuditReader } | { ok: false; why: string };
+/**
+ * Whether this hallpass can be told of refused reads, and why not (for the exit line and `hallpass doctor`).
+ * `audit`: the question whether audit is enabled, asked at start and answered later (ffi/audit.ts).
+ */
+export type ReportingStatus =
+  | { ok: true; reader: AuditReader; audit: AuditStatusQuery }
+  | { ok: false; why: string };
 
-/** Opens the audit reader when refused reads can be reported here; says why not otherwise. */
+const UNPRIVILEGED = "the kernel reports them to audit, which an unprivileged hallpass cannot read";
+/** CAP_AUDIT_READ (bit 37) in this process's effective set: checked before any socket (or FFI library). */
+function mayReadAudit(): boolean {
+  try {
+    const m = /^CapEff:\s*([0-9a-f]+)$/m.exec(Deno.readTextFileSync("/proc/self/status"));
+    return !m || ((BigInt(`0x${m[1]}`) >> 37n) & 1n) === 1n;
+  } catch {
+    return true; // no /proc: let the socket say
+  }
+}
+const AUDIT_OFF = "audit is off (as root, `auditctl -e 1` turns it on)";
+const statusWhy = (e: number) => `the audit status cannot be read (${errnoName(-e)})`;
+
+/**
+ * Joins the audit group when refused reads can be reported here, and asks whether audit is on (without
+ * waiting for the answer); says why not otherwise.
+ */
 export function reportingStatus(abi: number): ReportingStatus {
   if (abi < 7) {
     return { ok: false, why: `Landlock ABI 7 (Linux 6.15) logs denials; this kernel has ABI ${abi}` };
   }
+  if (!mayReadAudit()) return { ok: false, why: UNPRIVILEGED };
   const reader = AuditReader.open();
   if (typeof reader === "number") {
-    if (reader === -1) {
-      return {
-        ok: false,
-        why: "the kernel reports them to audit, which an unprivileged hallpass cannot read",
-      };
-    }
+    if (reader === -1) return { ok: false, why: UNPRIVILEGED };
     if (reader === -93 || reader === -97) return { ok: false, why: "the kernel has no audit (CONFIG_AUDIT)" };
     return { ok: false, why: `the audit socket failed (${errnoName(-reader)})` };
   }
-  const on = auditEnabled();
-  if (on === true) return { ok: true, reader };
-  reader.close();
-  if (on === false) return { ok: false, why: "audit is off (as root, `auditctl -e 1` turns it on)" };
-  return { ok: false, why: `the audit status cannot be read (${errnoName(-on)})` };
+  const audit = AuditStatusQuery.send();
+  if (typeof audit === "number") {
+    reader.close();
+    return { ok: false, why: statusWhy(audit) };
+  }
+  return { ok: true, reader, audit };
+}
+
+/** `reportingStatus`, waiting for the answer (`hallpass doctor`). */
+export function reportingStatusNow(abi: number): { ok: true } | { ok: false; why: string } {
+  const rs = reportingStatus(abi);
+  if (!rs.ok) return rs;
+  rs.reader.close();
+  const on = rs.audit.resultSync(2000);
+  if (on === true) return { ok: true };
+  return { ok: false, why: on === false ? AUDIT_OFF : statusWhy(on) };
 }
 
 /**
@@ -299,12 +327,17 @@ export class RefusedReadsWatch {
   #marker: string | null = null;
   #markerSeen = false;
   #loop: Promise<void> | null = null;
-  constructor(readonly reader: AuditReader, input: RefusedInput) {
+  #on: Promise<boolean | number> | null = null;
+  constructor(readonly reader: AuditReader, readonly audit: AuditStatusQuery, input: RefusedInput) {
     this.refused = new RefusedReads(input);
   }
 
   start(commandPid: number, say: ((line: string) => void) | null): void {
     this.refused.commandPid = commandPid;
+    this.#on = this.audit.result(2000);
+    this.#on.then((on) => {
+      if (on !== true) this.#stopped = true; // audit is off: nothing will come
+    });
     this.#loop = (async () => {
       while (!this.#stopped) this.#take(await this.reader.next(100), say);
     })();
@@ -323,8 +356,18 @@ export class RefusedReadsWatch {
     if (say) lines.forEach(say);
   }
 
-  /** Stops after the session's last records (the command has exited); the exit summary's lines. */
-  async finish(): Promise<string[]> {
+  /**
+   * Stops after the session's last records (the command has exited): the exit summary's lines, and why
+   * refusals could not be reported (audit turned out to be off), or null.
+   */
+  async finish(): Promise<{ lines: string[]; unreported: string | null }> {
+    const on = await (this.#on ?? this.audit.result(2000));
+    if (on !== true) {
+      this.#stopped = true;
+      await this.#loop;
+      this.reader.close();
+      return { lines: [], unreported: on === false ? AUDIT_OFF : statusWhy(on) };
+    }
     this.#marker = `hallpass: end of session ${crypto.randomUUID()}`;
     const sent = sendAuditMessage(this.#marker) === 0;
     const start = Date.now();
@@ -347,7 +390,7 @@ export class RefusedReadsWatch {
     ) {
       out.push("hallpass: some refusals in this session may be missing: audit records were lost or late");
     }
-    return out;
+    return { lines: out, unreported: null };
   }
 }
 

@@ -276,6 +276,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   const watch = reporting?.ok
     ? new RefusedReadsWatch(
       reporting.reader,
+      reporting.audit,
       refusedInput(plan.reads, reads.before.keys(), resolve, plan.home),
     )
     : null;
@@ -400,7 +401,8 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   // The listener's file holds the command's credentials, and so its Landlock domain: closed, the domain ends
   // and its last audit record (its count of denials) comes.
   if (watch) close(listenerFd);
-  const refusedLines = watch ? await watch.finish() : [];
+  const refused = watch ? await watch.finish() : null;
+  const refusedLines = refused?.lines ?? [];
   await backend.close();
   if (pty) await pty.finish();
   for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
@@ -409,7 +411,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     const failed = status.code !== 0 || !!status.signal;
     if (pty) readLines.forEach((l) => console.error(l));
     refusedLines.forEach((l) => console.error(l));
-    const unreported = watch ? null : reporting && !reporting.ok ? reporting.why : undefined;
+    const unreported = refused ? refused.unreported : reporting && !reporting.ok ? reporting.why : undefined;
     for (const l of readExitLines(newInCarved(reads, realCarveFs), failed, plan.home, unreported)) {
       console.error(l);
     }
