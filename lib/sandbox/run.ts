@@ -37,6 +37,8 @@ import type { AskBackend } from "../types.ts";
 import { NoAsk } from "../ask/no_ask.ts";
 import { groupRecord } from "../policy/exec_groups.ts";
 import { Summary } from "../cli/summary.ts";
+import { checkNestedRepos, realRepoFs } from "./nested_repos.ts";
+import { GIT_REASON } from "../policy/protected_paths.ts";
 import { DENIED_STATUS, finalStatus } from "../cli/fail_on_deny.ts";
 import { SupervisorHost } from "../supervisor/host.ts";
 import type { PtySession } from "../ui/terminal.ts";
@@ -285,6 +287,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   setCloexec(childSock, false);
   // The command can tell it runs under hallpass (e.g. for a PS1 marker: README).
   Deno.env.set("HALLPASS", "1");
+  const startMs = Date.now();
   try {
     const path = launcherPath();
     child = spawn(path, [path, String(childSock), plan.program, ...plan.argv]);
@@ -403,8 +406,11 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   if (watch) close(listenerFd);
   const refused = watch ? await watch.finish() : null;
   const refusedLines = refused?.lines ?? [];
+  // Every sandboxed process is gone (the launcher kills and reaps them before it exits): nothing can race this.
+  const repoLines = nestedRepoLines(plan, startMs);
   await backend.close();
   if (pty) await pty.finish();
+  repoLines.forEach((l) => console.error(l));
   for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
   if (!opts.quiet) {
     summary.print((l) => console.error(l));
@@ -426,6 +432,24 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     console.error(`hallpass: the command succeeded, but something was denied: exit ${code} (--fail-on-deny)`);
   }
   return { code, signal: status.signal || null };
+}
+
+/** lib/sandbox/nested_repos.ts at exit: hooks and config of repositories below the top, changed during the session. */
+function nestedRepoLines(plan: Plan, startMs: number): string[] {
+  const gitDirs = (plan.protected ?? []).filter((p) =>
+    p.reason === GIT_REASON && p.scope.kind === "tree" && p.scope.path.endsWith("/hooks")
+  ).map((p) => p.scope.path.slice(0, -"/hooks".length));
+  const r = checkNestedRepos(
+    { project: plan.project, startMs, protectedGitDirs: gitDirs, deadlineMs: Date.now() + 5_000 },
+    realRepoFs,
+  );
+  if (r.incomplete) {
+    r.lines.push(
+      `hallpass: stopped looking for git repositories in ${plan.project} after ${r.entries} entries: hooks or ` +
+        "config the sandbox wrote in one not reached could run outside it (docs/threat-model.md)",
+    );
+  }
+  return r.lines;
 }
 
 /**

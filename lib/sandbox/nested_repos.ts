@@ -1,0 +1,259 @@
+/**
+ * Git repositories in the project that hallpass did not protect at start — one the sandbox made in a
+ * subdirectory (`git init sub`, `git clone URL sub`, a bare-form directory with HEAD, objects/ and refs/), or
+ * one that was already there below the project's top — are checked at exit, when no sandboxed process is
+ * left: a hook written during the session, or a config changed during it that sets anything but the inert
+ * keys `git init`, `git clone` and everyday git write, would run outside the sandbox the next time someone
+ * runs git there. Such a file is renamed to `NAME.hallpass-quarantined` (nothing is deleted) and named on
+ * stderr. docs/threat-model.md ("What is left behind to run outside").
+ *
+ * "During the session" is the file's ctime, which the kernel sets and no system call can set back.
+ *
+ * @module
+ */
+import { dirEntries } from "../../ffi/dir_entries.ts";
+
+/** Keys a config may hold that run nothing (section, or `section.*` for any subsection; then the key). */
+const INERT: Record<string, readonly string[]> = {
+  core: [
+    "repositoryformatversion",
+    "filemode",
+    "bare",
+    "logallrefupdates",
+    "ignorecase",
+    "precomposeunicode",
+    "symlinks",
+    "worktree",
+    "autocrlf",
+    "eol",
+    "safecrlf",
+  ],
+  "remote.*": ["url", "pushurl", "fetch", "push", "tagopt", "prune", "mirror"],
+  "branch.*": ["remote", "merge", "rebase", "pushremote"],
+  "submodule.*": ["url", "active", "branch"],
+  extensions: ["objectformat", "worktreeconfig", "refstorage"],
+  user: ["name", "email"],
+  init: ["defaultbranch"],
+  pull: ["rebase", "ff"],
+  push: ["default", "autosetupremote"],
+  fetch: ["prune"],
+  gc: ["auto"],
+  lfs: ["repositoryformatversion"],
+};
+
+/**
+ * Why a git config text could run something, or null when every line is a key of {@link INERT} in a plain
+ * form. Strict on purpose: a line this reading does not fully understand (a continuation, an escape, a quote,
+ * a control character, the old `[section.sub]` form, an include) counts as unsafe, so git cannot read a key
+ * here that this reading did not see.
+ */
+export function unsafeConfig(text: string): string | null {
+  let section: string | null = null;
+  const lines = text.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    if (line.includes("\\") || hasControl(line) || line.charCodeAt(0) === 0xfeff) {
+      return `line ${i + 1} is not a plain key`;
+    }
+    if (/^\s*([#;].*)?$/.test(line)) continue;
+    const h = /^\s*\[([A-Za-z0-9-]+)(?:\s+"([^"]*)")?\]\s*([#;].*)?$/.exec(line);
+    if (h) {
+      section = h[2] !== undefined ? `${h[1].toLowerCase()}.*` : h[1].toLowerCase();
+      continue;
+    }
+    if (line.includes('"')) return `line ${i + 1} is not a plain key`;
+    const k = /^\s*([A-Za-z][A-Za-z0-9-]*)\s*(=.*)?$/.exec(line);
+    if (!k || section === null) return `line ${i + 1} is not a plain key`;
+    const key = k[1].toLowerCase();
+    if (!(INERT[section] ?? []).includes(key)) return `it sets ${section.replace(".*", ".<name>")}.${key}`;
+  }
+  return null;
+}
+
+/** A control character other than tab (a CR, a NUL, an escape). */
+function hasControl(line: string): boolean {
+  for (let i = 0; i < line.length; i++) {
+    const c = line.charCodeAt(i);
+    if ((c < 0x20 && c !== 9) || c === 0x7f) return true;
+  }
+  return false;
+}
+
+/** What {@link checkNestedRepos} reads and does; the real one is {@link realRepoFs}. */
+export interface RepoFs {
+  /** lstat: the kind and ctime (ms), or undefined when missing. Never follows a final symlink. */
+  lstat(path: string): { kind: "dir" | "file" | "symlink" | "other"; ctimeMs: number } | undefined;
+  /** Entries of a directory with their kinds (without stat), or []. */
+  list(path: string): { name: string; kind: "dir" | "file" | "symlink" | "other" }[];
+  /** A small regular file's text (undefined when larger than 1 MiB or unreadable). */
+  read(path: string): string | undefined;
+  /** Canonical form of an existing path, or undefined. */
+  real(path: string): string | undefined;
+  /** Renames `from` to `to` (both in one directory); false on failure. */
+  rename(from: string, to: string): boolean;
+}
+
+export interface NestedRepoOptions {
+  project: string;
+  /** When the sandbox started (ms): files with a ctime from this second on were changed during the session. */
+  startMs: number;
+  /** Git directories protected at start (lib/protected_paths.ts): Landlock kept them; not judged again. */
+  protectedGitDirs: readonly string[];
+  /** Stop walking after this many entries (the result says the walk was cut short). */
+  maxEntries?: number;
+  /** Stop walking at this time (ms, Date.now()). */
+  deadlineMs?: number;
+}
+
+export interface NestedRepoResult {
+  /** One line per file renamed (or that could not be renamed). */
+  lines: string[];
+  /** The walk stopped early (too many entries, or the deadline): not every repository was seen. */
+  incomplete: boolean;
+  entries: number;
+}
+
+const QUARANTINE = ".hallpass-quarantined";
+
+/**
+ * Walks the project (never following symlinks) for git directories — a directory holding a `HEAD` file and
+ * `objects/` or a `commondir` file, and where `.git` files, `.git` symlinks and `commondir` files point — and
+ * moves aside, in each one not protected at start, every hook and config changed during the session that
+ * could run something.
+ */
+export function checkNestedRepos(o: NestedRepoOptions, fs: RepoFs): NestedRepoResult {
+  const since = Math.floor(o.startMs / 1000) * 1000 - 1000;
+  const skip = new Set(o.protectedGitDirs);
+  const maxEntries = o.maxEntries ?? 2_000_000;
+  const gitDirs = new Set<string>();
+  const pointed: string[] = [];
+  let entries = 0;
+  let incomplete = false;
+
+  const stack: [string, number][] = [[o.project, 0]];
+  walk: while (stack.length > 0) {
+    const [dir, depth] = stack.pop()!;
+    // A protected `.git` (its objects may be many) is not walked; other protected directories are.
+    if (skip.has(dir) && dir.endsWith("/.git")) continue;
+    const list = fs.list(dir);
+    const names = new Map(list.map((e) => [e.name, e.kind] as const));
+    const isGitDir = names.get("HEAD") === "file" &&
+      (names.get("objects") === "dir" || names.get("commondir") === "file");
+    if (isGitDir && !skip.has(dir)) {
+      gitDirs.add(dir);
+    }
+    for (const e of list) {
+      entries++;
+      const late = o.deadlineMs !== undefined && (entries & 1023) === 0 && Date.now() > o.deadlineMs;
+      if (entries > maxEntries || late) {
+        incomplete = true;
+        break walk;
+      }
+      const p = `${dir}/${e.name}`;
+      if (e.kind === "dir" && depth < 256) stack.push([p, depth + 1]);
+      if (e.name === ".git" && e.kind !== "dir") pointed.push(p);
+      if (e.name === "commondir" && e.kind === "file") pointed.push(p);
+    }
+  }
+  // Where `.git` files and links and `commondir` files point (maybe outside the project): git uses those.
+  for (let i = 0; i < pointed.length && i < 4096; i++) {
+    const p = pointed[i];
+    const k = fs.lstat(p);
+    let target: string | undefined;
+    if (k?.kind === "symlink") target = fs.real(p);
+    else if (k?.kind === "file") {
+      const text = fs.read(p) ?? "";
+      const base = p.slice(0, p.lastIndexOf("/"));
+      const m = p.endsWith("/.git") ? /^gitdir:\s*(.+?)\s*$/m.exec(text)?.[1] : text.trim();
+      if (m) target = fs.real(m.startsWith("/") ? m : `${base}/${m}`);
+    }
+    if (target && !skip.has(target)) {
+      gitDirs.add(target);
+      const c = `${target}/commondir`;
+      if (fs.lstat(c)?.kind === "file" && !pointed.includes(c)) pointed.push(c);
+    }
+  }
+
+  const lines: string[] = [];
+  const moveAside = (path: string, why: string) => {
+    let to = `${path}${QUARANTINE}`;
+    for (let n = 2; fs.lstat(to) !== undefined && n < 100; n++) to = `${path}${QUARANTINE}.${n}`;
+    if (fs.rename(path, to)) {
+      lines.push(`hallpass: ${path}: ${why} (git would run it outside the sandbox): moved to ${to}`);
+    } else {
+      lines.push(`hallpass: ${path}: ${why} (git would run it outside the sandbox): COULD NOT move it aside`);
+    }
+  };
+  const changed = (st: { ctimeMs: number } | undefined) => st !== undefined && st.ctimeMs >= since;
+
+  for (const g of [...gitDirs].sort()) {
+    for (const name of ["config", "config.worktree"]) {
+      const p = `${g}/${name}`;
+      const st = fs.lstat(p);
+      if (!changed(st)) continue;
+      if (st!.kind !== "file") moveAside(p, `a ${st!.kind} made during the session`);
+      else {
+        const text = fs.read(p);
+        const why = text === undefined ? "unreadable" : unsafeConfig(text);
+        if (why) moveAside(p, `changed during the session: ${why}`);
+      }
+    }
+    const hooks = `${g}/hooks`;
+    const hs = fs.lstat(hooks);
+    if (hs?.kind === "symlink" || (hs !== undefined && hs.kind !== "dir")) {
+      if (changed(hs)) moveAside(hooks, "made during the session");
+      continue;
+    }
+    for (const e of fs.list(hooks)) {
+      if (e.kind === "dir" || e.name.endsWith(".sample") || e.name.includes(QUARANTINE)) continue;
+      const p = `${hooks}/${e.name}`;
+      if (changed(fs.lstat(p))) moveAside(p, "a hook written during the session");
+    }
+  }
+  return { lines, incomplete, entries };
+}
+
+/** The real file system for {@link checkNestedRepos}. */
+export const realRepoFs: RepoFs = {
+  lstat(path) {
+    try {
+      const st = Deno.lstatSync(path);
+      const kind = st.isSymlink ? "symlink" : st.isDirectory ? "dir" : st.isFile ? "file" : "other";
+      return { kind, ctimeMs: st.ctime?.getTime() ?? Infinity };
+    } catch {
+      return undefined;
+    }
+  },
+  list(path) {
+    // A file system that does not give types (DT_UNKNOWN) is asked with lstat.
+    return dirEntries(path).map((e) => {
+      if (!e.unknown) return e;
+      const st = realRepoFs.lstat(`${path}/${e.name}`);
+      return { name: e.name, kind: st?.kind ?? "other" };
+    });
+  },
+  read(path) {
+    try {
+      const st = Deno.lstatSync(path);
+      if (!st.isFile || st.size > 1 << 20) return undefined;
+      return Deno.readTextFileSync(path);
+    } catch {
+      return undefined;
+    }
+  },
+  real(path) {
+    try {
+      return Deno.realPathSync(path);
+    } catch {
+      return undefined;
+    }
+  },
+  rename(from, to) {
+    try {
+      Deno.renameSync(from, to);
+      return true;
+    } catch {
+      return false;
+    }
+  },
+};

@@ -1,0 +1,119 @@
+/**
+ * Repositories below the project's top (docs/threat-model.md, "What is left behind to run outside"): one the
+ * sandbox makes (`git init sub`, a bare-form directory, a `.git` file pointing at a git directory it made) or
+ * one that was there at start. A hook or config written in them during the session must not run when git is
+ * run there outside afterwards; ordinary git work in them keeps its config. Judged by running git outside
+ * after hallpass exits, with a control that shows each plant runs without hallpass.
+ */
+import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
+import { bare, exists, hallpass, scratch } from "./harness.ts";
+import { test, tool } from "../helpers/skip.ts";
+
+const GIT_ENV = {
+  GIT_AUTHOR_NAME: "t",
+  GIT_AUTHOR_EMAIL: "t@example.invalid",
+  GIT_COMMITTER_NAME: "t",
+  GIT_COMMITTER_EMAIL: "t@example.invalid",
+  GIT_CONFIG_NOSYSTEM: "1",
+  PATH: "/usr/local/bin:/usr/bin:/bin",
+};
+
+async function git(cwd: string, home: string, ...args: string[]): Promise<number> {
+  const r = await new Deno.Command("git", {
+    args,
+    cwd,
+    env: { ...GIT_ENV, HOME: home },
+    stdout: "null",
+    stderr: "null",
+  }).output();
+  return r.code;
+}
+
+/** Names of the plants; each leaves a marker `M.NAME` in `out` when git run outside runs the sandbox's code. */
+const PLANTS = ["init-sub", "existing", "bare-form", "gitdir-file"] as const;
+
+/** The attack, run in the project (or a control directory) with git and sh. */
+function attack(out: string): string {
+  const hook = (name: string) => `printf '#!/bin/sh\\necho hook >> ${out}/M.${name}\\n'`;
+  const fsmon = (name: string) => `"echo fs >> ${out}/M.${name}; false"`;
+  return [
+    "set -e",
+    // A repository made in a subdirectory: a hook and an fsmonitor command.
+    "mkdir init-sub && git -C init-sub init -q",
+    `${hook("init-sub")} > init-sub/.git/hooks/pre-commit && chmod +x init-sub/.git/hooks/pre-commit`,
+    `git -C init-sub config core.fsmonitor ${fsmon("init-sub")}`,
+    // A repository that was there at start.
+    `${hook("existing")} > existing/.git/hooks/pre-commit && chmod +x existing/.git/hooks/pre-commit`,
+    `git -C existing config core.fsmonitor ${fsmon("existing")}`,
+    // A bare-form directory (HEAD, objects/, refs/, config): git takes it as a git directory.
+    "mkdir -p bare-form/objects bare-form/refs && echo 'ref: refs/heads/main' > bare-form/HEAD",
+    `printf '[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n\\tworktree = .\\n\\tfsmonitor = ${
+      fsmon("bare-form")
+    }\\n' > bare-form/config`,
+    // A `.git` file pointing at a git directory made elsewhere in the project.
+    "mkdir store && git init -q --separate-git-dir=store/g gitdir-file",
+    `${hook("gitdir-file")} > store/g/hooks/pre-commit && chmod +x store/g/hooks/pre-commit`,
+    // Ordinary work: a repository made and configured the everyday way keeps its config.
+    "git init -q plain && git -C plain remote add origin https://example.invalid/r.git",
+    "git -C plain config user.email a@example.invalid && git -C plain config branch.main.remote origin",
+  ].join("\n");
+}
+
+/** Runs git outside in each plant's directory the way a person would (status, then a commit). */
+async function runGitOutside(dir: string, home: string): Promise<void> {
+  for (const p of PLANTS) {
+    await git(`${dir}/${p}`, home, "status");
+    await git(`${dir}/${p}`, home, "commit", "-q", "--allow-empty", "-m", "x");
+  }
+}
+
+async function setUp(dir: string, home: string): Promise<void> {
+  await Deno.mkdir(dir, { recursive: true });
+  await git(dir, home, "init", "-q");
+  await Deno.mkdir(`${dir}/existing`);
+  await git(`${dir}/existing`, home, "init", "-q");
+}
+
+for (const fast of ["1", "0"]) {
+  test({
+    name: `a repository below the project's top runs nothing of the sandbox's outside (fast path ${fast})`,
+    ignore: tool("git"),
+    async fn() {
+      const s = await scratch();
+      try {
+        // Control: without hallpass every plant runs when git is run there.
+        const ctl = `${s.outside}/control`;
+        const ctlOut = `${s.outside}/ctl-markers`;
+        await Deno.mkdir(ctlOut);
+        await setUp(ctl, s.outside);
+        const c = await bare(["/bin/sh", "-c", attack(ctlOut)], {
+          cwd: ctl,
+          env: { ...GIT_ENV, HOME: s.outside },
+        });
+        assertEquals(c.code, 0, `control script failed: ${c.stderr}`);
+        await runGitOutside(ctl, s.outside);
+        for (const p of PLANTS) assert(await exists(`${ctlOut}/M.${p}`), `control: ${p} did not run bare`);
+
+        const out = `${s.outside}/markers`;
+        await Deno.mkdir(out);
+        await setUp(s.project, s.outside);
+        const r = await hallpass(["--no-ask", "-q", "--", "/bin/sh", "-c", attack(out)], {
+          cwd: s.project,
+          env: { ...GIT_ENV, HOME: s.outside, HALLPASS_FAST_PATH: fast },
+        });
+        assertEquals(r.code, 0, `the attack script failed in the sandbox: ${r.stderr}`);
+        await runGitOutside(s.project, s.outside);
+        for (const p of PLANTS) {
+          assert(!(await exists(`${out}/M.${p}`)), `git outside ran the sandbox's ${p} plant: ${r.stderr}`);
+        }
+        assert(r.stderr.includes("moved to"), `nothing was said: ${r.stderr}`);
+        // Nothing of the ordinary repository was moved aside.
+        const cfg = await Deno.readTextFile(`${s.project}/plain/.git/config`);
+        assert(cfg.includes("example.invalid/r.git"), cfg);
+        assert(!r.stderr.includes("/plain/"), r.stderr);
+      } finally {
+        await s.cleanup();
+      }
+    },
+  });
+}

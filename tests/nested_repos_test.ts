@@ -1,0 +1,69 @@
+/** lib/sandbox/nested_repos.ts: which git configs could run something; the config everyday git writes is inert. */
+import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
+import { unsafeConfig } from "../lib/sandbox/nested_repos.ts";
+import { test, tool } from "./helpers/skip.ts";
+
+Deno.test("configs that run something, or that this reading does not fully understand, are unsafe", () => {
+  const unsafe = [
+    '[core]\n\tfsmonitor = "echo x"\n',
+    "[core]\n\thooksPath = /tmp/h\n",
+    "[core]\n\tsshCommand = evil\n",
+    "[core]\n\tpager = evil\n",
+    "[alias]\n\tst = !evil\n",
+    "[include]\n\tpath = ../x\n",
+    '[includeIf "gitdir:/"]\n\tpath = ../x\n',
+    "[core] fsmonitor = evil\n", // a key on the header's line
+    "[core.x]\n\tbare = false\n", // the old dotted form
+    "[core]\n\tbare = false \\\n\tfsmonitor = evil\n", // a continuation
+    '[core]\n\tbare = "false\n\tfsmonitor = evil"\n', // a quote spanning lines
+    "bare = false\n", // a key before any section
+    "\ufeff[core]\n\tfsmonitor = evil\n",
+    "[core]\r\n\tbare = false\r\n",
+    '[remote "o"]\n\tuploadpack = evil\n',
+    '[submodule "s"]\n\tupdate = !evil\n',
+    '[filter "lfs"]\n\tprocess = git-lfs filter-process\n',
+    "[credential]\n\thelper = evil\n",
+  ];
+  for (const t of unsafe) assert(unsafeConfig(t) !== null, JSON.stringify(t));
+});
+
+test({
+  name: "what git init, clone, remote add and user config write is inert",
+  ignore: tool("git"),
+}, async () => {
+  const d = await Deno.makeTempDir();
+  try {
+    const env = { HOME: d, GIT_CONFIG_NOSYSTEM: "1", PATH: "/usr/local/bin:/usr/bin:/bin" };
+    const git = async (...args: string[]) => {
+      const r = await new Deno.Command("git", { args, cwd: d, env, stdout: "null", stderr: "piped" })
+        .output();
+      assertEquals(r.code, 0, new TextDecoder().decode(r.stderr));
+    };
+    await git("init", "-q", "a");
+    await git(
+      "-C",
+      "a",
+      "-c",
+      "user.name=t",
+      "-c",
+      "user.email=t@e",
+      "commit",
+      "-q",
+      "--allow-empty",
+      "-m",
+      "x",
+    );
+    await git("clone", "-q", "a", "b");
+    await git("-C", "b", "remote", "add", "up", "https://example.invalid/r.git");
+    await git("-C", "b", "config", "user.name", "Jane Doe");
+    await git("-C", "b", "config", "user.email", "jane@example.invalid");
+    await git("-C", "b", "config", "pull.rebase", "true");
+    await git("init", "-q", "--bare", "c.git");
+    for (const f of ["a/.git/config", "b/.git/config", "c.git/config"]) {
+      const text = await Deno.readTextFile(`${d}/${f}`);
+      assertEquals(unsafeConfig(text), null, `${f}:\n${text}`);
+    }
+  } finally {
+    await Deno.remove(d, { recursive: true });
+  }
+});
