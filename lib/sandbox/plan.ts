@@ -11,6 +11,7 @@ import { type ReadRule, type Rule, UsageError } from "../types.ts";
 import { FS, type LandlockRuleset, NET, SCOPE } from "../../ffi/landlock.ts";
 import { formatScope } from "../policy/path_scope.ts";
 import { agentRules, shellHistoryRules } from "../policy/agent_recipes.ts";
+import { pagerHistoryRules } from "../policy/pager_history.ts";
 import { builtinConnectRules } from "../policy/socket_policy.ts";
 import { findProtectedPaths, holesOf, type ProtectedPath, realProtectFs } from "../policy/protected_paths.ts";
 import { readProjectRules } from "../policy/project_rules.ts";
@@ -290,6 +291,8 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
   const program = resolveCommand(command[0], pathEnv, cwd);
   // The shell hallpass starts itself keeps its history without asking (lib/policy/agent_recipes.ts shellHistoryRules).
   if (!o.command.length) rules.push(...shellHistoryRules(program, { home, histfile: env("HISTFILE") }));
+  // less's history, saved by every pager session without asking (lib/policy/pager_history.ts).
+  rules.push(...pagerHistoryRules(home, env));
   const protection = readProtection({
     home,
     uid: Deno.uid() ?? -1,
