@@ -1,4 +1,4 @@
-/** lib/pager_history.ts: less's history file and its temporary sibling, in $HOME only, never a lesskey file. */
+/** lib/policy/pager_history.ts: less's history file and its temporary sibling, in $HOME only, never a lesskey file. */
 import { deepStrictEqual as assertEquals } from "node:assert/strict";
 import { pagerHistoryRules } from "../lib/policy/pager_history.ts";
 

@@ -1,5 +1,5 @@
 /**
- * less saves its history at every exit through `~/.lesshsQ` and a rename (lib/pager_history.ts): a session
+ * less saves its history at every exit through `~/.lesshsQ` and a rename (lib/policy/pager_history.ts): a session
  * that pages asks nothing and the history is saved (issue 15), judged by the file in $HOME and hallpass's lines,
  * with a bare control showing less writes it on this machine.
  */
