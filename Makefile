@@ -97,15 +97,20 @@ hallpass-request: helper/hallpass-request/hallpass-request.c
 # it is told to.
 LAZY_MODULES := lib/policy/agent_recipes.ts lib/cli/doctor.ts lib/cli/rules_command.ts lib/agent/agent_cli.ts lib/agent/answer_client.ts \
                 lib/ask/ask_program.ts lib/ui/terminal.ts ffi/seccomp.ts lib/filter/filter_build.ts
+# The program as bundled modules (helper/bundle/bundle.ts): what the ./hallpass script runs.
+SOURCES      := main.ts $(wildcard lib/*.ts lib/*/*.ts lib/*/*/*.ts ffi/*.ts)
+build/js/main.js: helper/bundle/bundle.ts $(SOURCES) build/deps.stamp | deno
+	@$(DENO) run --quiet --allow-all --no-prompt --cached-only helper/bundle/bundle.ts
+
 # ./hallpass: the compiled single binary where `deno compile` can get its runtime (DENORT_BIN or Deno's
-# download server), otherwise a script that runs the same code with `deno run`.
-hallpass: build/hallpass-launcher build/libhallpass-fastpath.so build/filter.bpf build/deps.stamp $(DENO) main.ts $(wildcard lib/*.ts lib/*/*.ts ffi/*.ts) deno.json runtime.lock
+# download server), otherwise a script that runs the same code with `deno run` (the bundle, or the sources changed since).
+hallpass: build/hallpass-launcher build/libhallpass-fastpath.so build/filter.bpf build/deps.stamp $(DENO) $(SOURCES) build/js/main.js helper/bundle/hallpass.sh.in deno.json runtime.lock
 	@if timeout 120 $(DENO) compile --quiet --allow-all $(RUNTIME_LOCK) --v8-flags=$(V8_FLAGS) --include build/hallpass-launcher --include build/libhallpass-fastpath.so --include build/filter.bpf --include build/filter-connect.bpf --include lib/supervisor/worker.ts $(addprefix --include ,$(LAZY_MODULES)) -o build/hallpass-compiled main.ts >build/compile.log 2>&1 \
 	    && ! build/hallpass-compiled --version 2>&1 | grep -q '^deno '; then \
 	  cp build/hallpass-compiled hallpass; echo "make: ./hallpass is the compiled binary (deno compile)"; \
 	else \
-	  printf '#!/bin/sh\n# hallpass, run from source with the pinned deno (deno compile could not get its runtime here)\nexec "%s" run --quiet --allow-all --no-prompt --cached-only --lock="%s/runtime.lock" --frozen --v8-flags=$(V8_FLAGS) "%s/main.ts" "$$@"\n' "$(DENO)" "$(CURDIR)" "$(CURDIR)" > hallpass; \
-	  chmod +x hallpass; echo "make: ./hallpass is a script running main.ts with deno run (deno compile could not get its runtime: see build/compile.log)"; \
+	  sed -e 's|@DENO@|$(DENO)|' -e 's|@ROOT@|$(CURDIR)|' -e 's|@V8_FLAGS@|$(V8_FLAGS)|' helper/bundle/hallpass.sh.in > hallpass; \
+	  chmod +x hallpass; echo "make: ./hallpass is a script running the bundle (build/js) with deno run (deno compile could not get its runtime: see build/compile.log)"; \
 	fi
 
 # Before saying done: hallpass's packages are in this user's Deno cache (make may have run as another user

@@ -31,7 +31,7 @@ import { UsageError } from "../types.ts";
 import { visible } from "../ui/sanitize.ts";
 import { who } from "../ui/prompt_bar.ts";
 import { type HttpLimits, HttpServer } from "./http_server.ts";
-import { createHash } from "node:crypto";
+import { Sha256 } from "../util/sha256.ts";
 import { readAtMost } from "./bounded_body.ts";
 
 /** Options of {@linkcode AnswerService.start}. */
@@ -654,7 +654,7 @@ export function questionDigest(l: Omit<ListedQuestion, "waiting" | "expiresAt" |
     l.syscall,
     l.shown,
   ]);
-  return createHash("sha256").update(what).digest("hex").slice(0, 32);
+  return new Sha256().update(new TextEncoder().encode(what)).hex().slice(0, 32);
 }
 
 function listedOf(id: number, askedAt: number, q: Question, c: ContainerIdentity): Pending["listed"] {

@@ -1,0 +1,129 @@
+/**
+ * `make` bundles hallpass for the ./hallpass script (docs/performance.md): `deno run` of ~50 modules costs
+ * more start-up than of a few bundled ones, and V8's code cache then holds a few entries. In build/js/:
+ *   main.js + one shared chunk   main.ts and everything it imports statically (the start-up path)
+ *   lazy.js                      what main.ts loads through lib/util/lazy_import.ts (subcommands, the terminal
+ *                                with @xterm/headless, the ask program), loaded only when used; it shares
+ *                                the chunk, so every module exists once (a class is one class for instanceof)
+ *   worker.js                    the supervisor Worker (lib/supervisor/worker.ts), on its own
+ *
+ * The sources are copied to build/bundle-src/ and rewritten there, then bundled with `deno bundle`:
+ *   - `lazyImport<…>(new URL("./x.ts", import.meta.url))` → the module's exports from lazy.js;
+ *   - a literal `import("./x.ts")` → a static import (the bundler would split the output at each);
+ *   - `new Worker(new URL("./worker.ts", …))` → worker.js;
+ *   - `@xterm/headless` → its file in node_modules/ (bundled: no npm resolution at run time);
+ *   - every other `import.meta.url` → the module's own source file, so paths next to the sources
+ *     (build/hallpass-launcher, the filter's sources, the checkout protected from writes) stay the same.
+ * A compiled hallpass (`deno compile`) is built from the sources, not from this.
+ *
+ *   deno run -A helper/bundle/bundle.ts
+ *
+ * @module
+ */
+const root = new URL("../../", import.meta.url);
+const rootPath = decodeURIComponent(root.pathname);
+
+/** The file node_modules/ holds for an npm package (its package.json "main"). */
+function npmFile(name: string): string {
+  const dir = `${rootPath}node_modules/${name}`;
+  const pkg = JSON.parse(Deno.readTextFileSync(`${dir}/package.json`)) as { main?: string };
+  return `${dir}/${pkg.main ?? "index.js"}`;
+}
+
+const LAZY = /lazyImport<(?:[^<>]|<[^<>]*>)*>\(\s*new URL\(("[^"]+"), import\.meta\.url\),?\s*\)/g;
+
+/** The export name of a lazily imported module in build/js/lazy.js. */
+export function lazyName(rel: string): string {
+  return rel.replace(/\.ts$/, "").replace(/[^A-Za-z0-9]/g, "_");
+}
+
+/** Where `spec`, imported by the module `rel`, is, relative to the root. */
+function resolveRel(rel: string, spec: string): string {
+  return new URL(spec, `file:///${rel}`).pathname.slice(1);
+}
+
+/**
+ * A literal `import("./x.ts")` (a value, not a type's `import("./x.ts").T`) made static: a namespace import at
+ * the top and `Promise.resolve(namespace)` in its place, so that the bundler keeps every module in one output
+ * instead of splitting at each (they are evaluated at load, which costs their top level only).
+ */
+function hoistDynamicImports(text: string): string {
+  const hoisted: string[] = [];
+  const body = text.replace(
+    /(?<![\w.])import\(("\.{1,2}\/[^"]+\.ts")\)(?!\.(?!then\()\w)/g,
+    (_m, spec: string) => {
+      const name = `__bundled_${hoisted.length}`;
+      hoisted.push(`import * as ${name} from ${spec};\n`);
+      return `Promise.resolve(${name})`;
+    },
+  );
+  return hoisted.join("") + body;
+}
+
+export function rewrite(text: string, rel: string, npm: (name: string) => string, lazy: Set<string>): string {
+  const KEEP = "\0bundle-url\0";
+  return hoistDynamicImports(text)
+    .replace(LAZY, (_m, spec: string) => {
+      const target = resolveRel(rel, JSON.parse(spec));
+      lazy.add(target);
+      return `lazyImport<any>(new URL("./lazy.js", ${KEEP})).then((m) => m.${lazyName(target)})`;
+    })
+    // lib/supervisor/host.ts's Worker: the worker bundle beside this one.
+    .replace(
+      /new Worker\(new URL\("\.\/worker\.ts", import\.meta\.url\)/g,
+      `new Worker(new URL("./worker.js", ${KEEP})`,
+    )
+    .replace(/from "(@xterm\/headless)"/g, (_m, name: string) => `from ${JSON.stringify(npm(name))}`)
+    // The bundle is build/js/NAME.js: "../../<rel>" from there is the module's source file.
+    .replace(/import\.meta\.url/g, `new URL(${JSON.stringify(`../../${rel}`)}, import.meta.url).href`)
+    .replaceAll(KEEP, "import.meta.url");
+}
+
+function copyTree(dir: string, src: string, lazy: Set<string>) {
+  for (const e of Deno.readDirSync(`${rootPath}${dir}`)) {
+    const rel = `${dir}/${e.name}`;
+    if (e.isDirectory) copyTree(rel, src, lazy);
+    else if (e.name.endsWith(".ts")) copyFile(rel, src, lazy);
+  }
+}
+
+function copyFile(rel: string, src: string, lazy: Set<string>) {
+  const text = Deno.readTextFileSync(`${rootPath}${rel}`);
+  const target = `${src}/${rel}`;
+  Deno.mkdirSync(target.slice(0, target.lastIndexOf("/")), { recursive: true });
+  Deno.writeTextFileSync(target, rewrite(text, rel, npmFile, lazy));
+}
+
+function bundle(args: string[]) {
+  const { code, stderr } = new Deno.Command(Deno.execPath(), {
+    args: ["bundle", "--quiet", "--no-config", "--no-lock", "--platform", "deno", ...args],
+    stdout: "inherit",
+    stderr: "piped",
+  }).outputSync();
+  if (code !== 0) {
+    console.error(new TextDecoder().decode(stderr));
+    Deno.exit(1);
+  }
+}
+
+if (import.meta.main) {
+  const out = `${rootPath}build/js`;
+  const src = `${rootPath}build/bundle-src`;
+  for (const d of [src, out]) {
+    try {
+      Deno.removeSync(d, { recursive: true });
+    } catch {
+      // first build
+    }
+  }
+  const lazy = new Set<string>();
+  copyFile("main.ts", src, lazy);
+  copyTree("lib", src, lazy);
+  copyTree("ffi", src, lazy);
+  Deno.writeTextFileSync(
+    `${src}/lazy.ts`,
+    [...lazy].sort().map((m) => `export * as ${lazyName(m)} from "./${m}";\n`).join(""),
+  );
+  bundle(["--code-splitting", "--outdir", out, `${src}/main.ts`, `${src}/lazy.ts`]);
+  bundle(["-o", `${out}/worker.js`, `${src}/lib/supervisor/worker.ts`]);
+}
