@@ -50,7 +50,7 @@ function resolveRel(rel: string, spec: string): string {
 function hoistDynamicImports(text: string): string {
   const hoisted: string[] = [];
   const body = text.replace(
-    /(?<![\w.])import\(("\.{1,2}\/[^"]+\.ts")\)(?!\.(?!then\()\w)/g,
+    /(?<![\w.]|typeof )import\(("\.{1,2}\/[^"]+\.ts")\)(?!\.(?!then\()\w)/g,
     (_m, spec: string) => {
       const name = `__bundled_${hoisted.length}`;
       hoisted.push(`import * as ${name} from ${spec};\n`);
@@ -62,12 +62,11 @@ function hoistDynamicImports(text: string): string {
 
 export function rewrite(text: string, rel: string, npm: (name: string) => string, lazy: Set<string>): string {
   const KEEP = "\0bundle-url\0";
-  return hoistDynamicImports(text)
-    .replace(LAZY, (_m, spec: string) => {
-      const target = resolveRel(rel, JSON.parse(spec));
-      lazy.add(target);
-      return `lazyImport<any>(new URL("./lazy.js", ${KEEP})).then((m) => m.${lazyName(target)})`;
-    })
+  return hoistDynamicImports(text.replace(LAZY, (_m, spec: string) => {
+    const target = resolveRel(rel, JSON.parse(spec));
+    lazy.add(target);
+    return `lazyImport<any>(new URL("./lazy.js", ${KEEP})).then((m) => m.${lazyName(target)})`;
+  }))
     // lib/supervisor/host.ts's Worker: the worker bundle beside this one.
     .replace(
       /new Worker\(new URL\("\.\/worker\.ts", import\.meta\.url\)/g,

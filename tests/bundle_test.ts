@@ -1,0 +1,92 @@
+/**
+ * The source rewrites of helper/bundle/bundle.ts (the bundle the ./hallpass script runs): each lazy import
+ * comes from lazy.js (never a second copy of a module from the sources), literal dynamic imports become
+ * static, `import.meta.url` keeps naming the module's source file, the Worker is worker.js.
+ */
+import assert from "node:assert/strict";
+import { lazyName, rewrite } from "../helper/bundle/bundle.ts";
+
+const npm = (name: string) => `/nm/${name}/main.js`;
+
+Deno.test("bundle rewrite: a lazy import is an export of lazy.js, named by the module's path", () => {
+  const lazy = new Set<string>();
+  const out = rewrite(
+    `const { a } = await lazyImport<typeof import("../ui/terminal.ts")>(\n  new URL("../ui/terminal.ts", import.meta.url),\n);`,
+    "lib/sandbox/run.ts",
+    npm,
+    lazy,
+  );
+  assert.deepEqual([...lazy], ["lib/ui/terminal.ts"]);
+  assert.equal(lazyName("lib/ui/terminal.ts"), "lib_ui_terminal");
+  assert.equal(
+    out,
+    `const { a } = await lazyImport<any>(new URL("./lazy.js", import.meta.url)).then((m) => m.lib_ui_terminal);`,
+  );
+});
+
+Deno.test("bundle rewrite: literal dynamic imports become static, type imports stay", () => {
+  const out = rewrite(
+    [
+      `let s: import("./answer_service.ts").AnswerService | null = null;`,
+      `const { A } = await import("./answer_service.ts");`,
+      `const p = import("../sandbox/run.ts").then((r) => r.x);`,
+    ].join("\n"),
+    "lib/agent/agent.ts",
+    npm,
+    new Set(),
+  );
+  assert.equal(
+    out,
+    [
+      `import * as __bundled_0 from "./answer_service.ts";`,
+      `import * as __bundled_1 from "../sandbox/run.ts";`,
+      `let s: import("./answer_service.ts").AnswerService | null = null;`,
+      `const { A } = await Promise.resolve(__bundled_0);`,
+      `const p = Promise.resolve(__bundled_1).then((r) => r.x);`,
+    ].join("\n"),
+  );
+});
+
+Deno.test("bundle rewrite: import.meta.url is the source file's; the Worker is worker.js; xterm is a file", () => {
+  const out = rewrite(
+    [
+      "const p = new URL(`../../build/${name}`, import.meta.url);",
+      `const w = new Worker(new URL("./worker.ts", import.meta.url), { type: "module" });`,
+      `import xterm from "@xterm/headless";`,
+    ].join("\n"),
+    "lib/supervisor/host.ts",
+    npm,
+    new Set(),
+  );
+  assert.equal(
+    out,
+    [
+      'const p = new URL(`../../build/${name}`, new URL("../../lib/supervisor/host.ts", import.meta.url).href);',
+      `const w = new Worker(new URL("./worker.js", import.meta.url), { type: "module" });`,
+      `import xterm from "/nm/@xterm/headless/main.js";`,
+    ].join("\n"),
+  );
+});
+
+Deno.test("bundle rewrite: every lazyImport call in the sources is rewritten (none loads a source copy)", () => {
+  const root = new URL("../", import.meta.url);
+  const files: string[] = ["main.ts"];
+  const walk = (dir: string) => {
+    for (const e of Deno.readDirSync(new URL(dir, root))) {
+      if (e.isDirectory) walk(`${dir}${e.name}/`);
+      else if (e.name.endsWith(".ts")) files.push(`${dir}${e.name}`);
+    }
+  };
+  walk("lib/");
+  walk("ffi/");
+  let calls = 0;
+  for (const f of files) {
+    if (f === "lib/util/lazy_import.ts") continue;
+    const text = Deno.readTextFileSync(new URL(f, root));
+    const out = rewrite(text, f, npm, new Set());
+    calls += (text.match(/lazyImport</g) ?? []).length;
+    assert.ok(!/lazyImport<typeof/.test(out), `${f}: a lazyImport left as it was`);
+    assert.ok(!/(?<![\w.:] ?)import\("\.{1,2}\/[^"]+"\)(?!\.\w)/.test(out), `${f}: a dynamic import left`);
+  }
+  assert.ok(calls >= 5, `found ${calls} lazyImport calls`);
+});
