@@ -90,7 +90,15 @@ export function existingResolver(): (p: string) => string {
     known.set(p, r);
     return r;
   };
+  const answered = new Map<string, string>(); // read_floor asks for most paths twice
   return (p: string): string => {
+    const a = answered.get(p);
+    if (a !== undefined) return a;
+    const r = resolve(p);
+    answered.set(p, r);
+    return r;
+  };
+  function resolve(p: string): string {
     // Only plain absolute paths take the shortcut (no "//", ".", ".." or trailing "/").
     if (!p.startsWith("/") || (p !== "/" && p.endsWith("/")) || /\/\/|\/\.\.?(\/|$)/.test(p)) {
       return resolveExisting(p);
@@ -105,5 +113,5 @@ export function existingResolver(): (p: string) => string {
       tail = head.slice(i) + tail;
       head = head.slice(0, i) || "/";
     }
-  };
+  }
 }
