@@ -8,6 +8,7 @@
 import type { Answer, ContainerIdentity, Op, Question } from "../types.ts";
 import { visible } from "../ui/sanitize.ts";
 import { readAtMost } from "./bounded_body.ts";
+import { hmacKey, MAX_SKEW_MS, signRequest } from "./signed_request.ts";
 
 const POLL_WAIT_S = 25;
 /** The largest question list read from an agent (its own list is bounded far below: 1024 bounded questions). */
@@ -108,6 +109,8 @@ export type SendResult =
 export class AgentFeed {
   readonly url: string;
   readonly #headers: Record<string, string>;
+  /** The token as an HMAC key: requests are signed, the token itself is never sent (signed_request.ts). */
+  readonly #key: Promise<CryptoKey>;
   readonly #stop: AbortSignal;
   questions: RemoteQuestion[] = [];
   /** Why the list is not current (the agent unreachable), or undefined. */
@@ -118,14 +121,24 @@ export class AgentFeed {
 
   constructor(url: string, token: string, client: string, stop: AbortSignal) {
     this.url = url;
-    this.#headers = { authorization: `Bearer ${token}`, "x-hallpass-client": client };
+    this.#headers = { "x-hallpass-client": client };
+    this.#key = hmacKey(token);
     this.#stop = stop;
   }
 
-  #fetch(path: string, init: RequestInit, timeoutMs: number): Promise<Response> {
-    return fetch(this.url + path, {
+  async #fetch(path: string, init: RequestInit, timeoutMs: number): Promise<Response> {
+    const method = init.method ?? "GET";
+    const body = typeof init.body === "string" ? init.body : "";
+    const authorization = await signRequest(
+      await this.#key,
+      Math.round(Date.now() + this.skew),
+      method,
+      path.split("?")[0],
+      body,
+    );
+    return await fetch(this.url + path, {
       ...init,
-      headers: { ...this.#headers, ...(init.headers as Record<string, string> | undefined) },
+      headers: { ...this.#headers, authorization, ...(init.headers as Record<string, string> | undefined) },
       signal: AbortSignal.any([this.#stop, AbortSignal.timeout(timeoutMs)]),
     });
   }
@@ -136,6 +149,7 @@ export class AgentFeed {
    */
   async follow(changed: () => void): Promise<string | undefined> {
     let version: number | null = null;
+    let clockTried = false;
     while (!this.#stop.aborted) {
       try {
         const path = version === null
@@ -143,7 +157,16 @@ export class AgentFeed {
           : `/api/questions?wait=${POLL_WAIT_S}&after=${version}`;
         const r = await this.#fetch(path, {}, (POLL_WAIT_S + 10) * 1000);
         if (r.status === 401) {
-          await r.body?.cancel();
+          // A clock far from the agent's makes the signature stale: take the agent's time once and try again.
+          let now: unknown;
+          try {
+            now = JSON.parse(await boundedText(r, MAX_REPLY_BYTES)).now;
+          } catch { /* not JSON */ }
+          if (!clockTried && num(now) && Math.abs(now - Date.now() - this.skew) > MAX_SKEW_MS / 2) {
+            clockTried = true;
+            this.skew = now - Date.now();
+            continue;
+          }
           return `the agent at ${this.url} refused the token (HTTP 401); check --token-file`;
         }
         if (!r.ok) {

@@ -33,6 +33,7 @@ import { who } from "../ui/prompt_bar.ts";
 import { type HttpLimits, HttpServer } from "./http_server.ts";
 import { Sha256 } from "../util/sha256.ts";
 import { readAtMost } from "./bounded_body.ts";
+import { SCHEME, SignatureCheck } from "./signed_request.ts";
 
 /** Options of {@linkcode AnswerService.start}. */
 export interface AnswerServiceOptions {
@@ -229,6 +230,8 @@ class HttpError extends Error {
 export class AnswerService {
   readonly #opts: Required<AnswerServiceOptions>;
   readonly #digests: [Uint8Array, string][];
+  /** `hallpass answer`'s signed requests (lib/agent/signed_request.ts). */
+  readonly #signed: SignatureCheck;
   readonly #pending = new Map<number, Pending>();
   readonly #byKey = new Map<string, Pending>();
   #server: HttpServer | null = null;
@@ -243,7 +246,7 @@ export class AnswerService {
   #closed = false;
   #log: Deno.FsFile | null = null;
 
-  private constructor(opts: AnswerServiceOptions, digests: [Uint8Array, string][]) {
+  private constructor(opts: AnswerServiceOptions, digests: [Uint8Array, string][], signed: SignatureCheck) {
     const given = Object.fromEntries(Object.entries(opts).filter(([, v]) => v !== undefined));
     this.#opts = {
       graceMs: 3000,
@@ -255,6 +258,7 @@ export class AnswerService {
     } as Required<AnswerServiceOptions>;
     this.#nextId = this.#opts.firstId;
     this.#digests = digests;
+    this.#signed = signed;
   }
 
   /** Opens the log and listens. Throws a {@linkcode UsageError} for a bad address or no tokens. */
@@ -274,7 +278,7 @@ export class AnswerService {
     parseListen(opts.listen);
     const digests: [Uint8Array, string][] = [];
     for (const [token, who] of opts.tokens) digests.push([await sha256(token), who]);
-    const svc = new AnswerService(opts, digests);
+    const svc = new AnswerService(opts, digests, await SignatureCheck.create(opts.tokens));
     if (opts.logPath !== null) {
       svc.#log = await Deno.open(opts.logPath, { append: true, create: true, mode: 0o600 });
     }
@@ -508,9 +512,15 @@ export class AnswerService {
     const url = new URL(req.url);
     try {
       if (url.pathname === "/" && (req.method === "GET" || req.method === "HEAD")) return page();
-      const who = await this.#authenticate(req);
+      // A signed request (hallpass answer) signs its body: read it first.
+      const auth = req.headers.get("authorization") ?? "";
+      const signed = auth.startsWith(SCHEME + " ");
+      const body = signed && req.method === "POST" ? await readBody(req, MAX_BODY) : undefined;
+      const who = signed
+        ? await this.#signed.check(auth, req.method, url.pathname, body ?? "")
+        : await this.#authenticate(req);
       if (who === null) {
-        return json(401, { error: "a valid token is needed: Authorization: Bearer TOKEN" }, {
+        return json(401, { error: "a valid token is needed: Authorization: Bearer TOKEN", now: Date.now() }, {
           "www-authenticate": 'Bearer realm="hallpass"',
         });
       }
@@ -520,7 +530,7 @@ export class AnswerService {
       }
       if (url.pathname === "/api/answer") {
         if (req.method !== "POST") throw new HttpError(405, "use POST");
-        return await this.#postAnswer(req, who);
+        return await this.#postAnswer(req, who, body);
       }
       throw new HttpError(404, "no such endpoint");
     } catch (e) {
@@ -562,8 +572,8 @@ export class AnswerService {
     return json(200, this.#list());
   }
 
-  async #postAnswer(req: Request, who: string): Promise<Response> {
-    const body = await readBody(req, MAX_BODY);
+  async #postAnswer(req: Request, who: string, signedBody?: string): Promise<Response> {
+    const body = signedBody ?? await readBody(req, MAX_BODY);
     let data: unknown;
     try {
       data = JSON.parse(body);
