@@ -328,6 +328,7 @@ export class RefusedReadsWatch {
   #markerSeen = false;
   #loop: Promise<void> | null = null;
   #on: Promise<boolean | number> | null = null;
+  #finishing = false;
   constructor(readonly reader: AuditReader, readonly audit: AuditStatusQuery, input: RefusedInput) {
     this.refused = new RefusedReads(input);
   }
@@ -339,7 +340,8 @@ export class RefusedReadsWatch {
       if (on !== true) this.#stopped = true; // audit is off: nothing will come
     });
     this.#loop = (async () => {
-      while (!this.#stopped) this.#take(await this.reader.next(100), say);
+      // Once finishing, short waits: finish() awaits the loop, which would otherwise sit out a last idle 100 ms.
+      while (!this.#stopped) this.#take(await this.reader.next(this.#finishing ? 5 : 100), say);
     })();
   }
 
@@ -361,6 +363,7 @@ export class RefusedReadsWatch {
    * refusals could not be reported (audit turned out to be off), or null.
    */
   async finish(): Promise<{ lines: string[]; unreported: string | null }> {
+    this.#finishing = true;
     const on = await (this.#on ?? this.audit.result(2000));
     if (on !== true) {
       this.#stopped = true;
