@@ -367,8 +367,8 @@ export class RefusedReadsWatch {
     const on = await (this.#on ?? this.audit.result(2000));
     if (on !== true) {
       this.#stopped = true;
-      await this.#loop;
-      this.reader.close();
+      // Nothing will come: the loop's poll in progress (≤ 100 ms) closes the socket when it returns, unawaited.
+      (this.#loop ?? Promise.resolve()).then(() => this.reader.close());
       return { lines: [], unreported: on === false ? AUDIT_OFF : statusWhy(on) };
     }
     this.#marker = `hallpass: end of session ${crypto.randomUUID()}`;
