@@ -126,7 +126,11 @@ export function checkNestedRepos(o: NestedRepoOptions, fs: RepoFs): NestedRepoRe
   const skip = new Set(o.protectedGitDirs);
   const maxEntries = o.maxEntries ?? 2_000_000;
   const gitDirs = new Set<string>();
-  const pointed: string[] = [];
+  /** A pointer (`.git` file or link, `commondir`), and the one in the project that led to it. */
+  const pointed: { path: string; origin: string }[] = [];
+  /** Git directories outside the project, with the pointers in the project that lead there. */
+  const via = new Map<string, Set<string>>();
+  const inProject = (p: string) => p === o.project || p.startsWith(o.project + "/");
   let entries = 0;
   let incomplete = false;
 
@@ -151,13 +155,14 @@ export function checkNestedRepos(o: NestedRepoOptions, fs: RepoFs): NestedRepoRe
       }
       const p = `${dir}/${e.name}`;
       if (e.kind === "dir" && depth < 256) stack.push([p, depth + 1]);
-      if (e.name === ".git" && e.kind !== "dir") pointed.push(p);
-      if (e.name === "commondir" && e.kind === "file") pointed.push(p);
+      if ((e.name === ".git" && e.kind !== "dir") || (e.name === "commondir" && e.kind === "file")) {
+        pointed.push({ path: p, origin: p });
+      }
     }
   }
   // Where `.git` files and links and `commondir` files point (maybe outside the project): git uses those.
   for (let i = 0; i < pointed.length && i < 4096; i++) {
-    const p = pointed[i];
+    const { path: p, origin } = pointed[i];
     const k = fs.lstat(p);
     let target: string | undefined;
     if (k?.kind === "symlink") target = fs.real(p);
@@ -169,8 +174,11 @@ export function checkNestedRepos(o: NestedRepoOptions, fs: RepoFs): NestedRepoRe
     }
     if (target && !skip.has(target)) {
       gitDirs.add(target);
+      if (!inProject(target)) via.set(target, (via.get(target) ?? new Set()).add(origin));
       const c = `${target}/commondir`;
-      if (fs.lstat(c)?.kind === "file" && !pointed.includes(c)) pointed.push(c);
+      if (fs.lstat(c)?.kind === "file" && !pointed.some((q) => q.path === c)) {
+        pointed.push({ path: c, origin });
+      }
     }
   }
 
@@ -179,19 +187,51 @@ export function checkNestedRepos(o: NestedRepoOptions, fs: RepoFs): NestedRepoRe
     let to = `${path}${QUARANTINE}`;
     for (let n = 2; fs.lstat(to) !== undefined && n < 100; n++) to = `${path}${QUARANTINE}.${n}`;
     if (fs.rename(path, to)) {
-      lines.push(`hallpass: ${path}: ${why} (git would run it outside the sandbox): moved to ${to}`);
+      lines.push(`hallpass: ${path} ${why} (git would run it outside the sandbox): moved to ${to}`);
     } else {
-      lines.push(`hallpass: ${path}: ${why} (git would run it outside the sandbox): COULD NOT move it aside`);
+      lines.push(`hallpass: ${path} ${why} (git would run it outside the sandbox): COULD NOT move it aside`);
     }
   };
   const changed = (st: { ctimeMs: number } | undefined) => st !== undefined && st.ctimeMs >= since;
 
   for (const g of [...gitDirs].sort()) {
+    const found = offending(g, fs, changed);
+    if (found.length === 0) continue;
+    if (inProject(g)) {
+      for (const f of found) moveAside(f.path, f.why);
+      continue;
+    }
+    // Outside the project hallpass renames nothing of its own accord (a pointer planted by the sandbox must not
+    // make hallpass move a file the sandbox could not touch): the pointer in the project is moved aside when it
+    // was made during the session, otherwise named.
+    for (const ptr of via.get(g) ?? []) {
+      if (changed(fs.lstat(ptr))) {
+        moveAside(ptr, `points git at ${g}, where ${found[0].path} ${found[0].why}`);
+      } else {
+        lines.push(
+          `hallpass: ${ptr} points git at ${g}, where ${found[0].path} ${found[0].why}: ` +
+            "not moved (outside the project); git run there would run it",
+        );
+      }
+    }
+  }
+  return { lines, incomplete, entries };
+}
+
+/** The hooks and configs of git directory `g` changed during the session that could run something. */
+function offending(
+  g: string,
+  fs: RepoFs,
+  changed: (st: { ctimeMs: number } | undefined) => boolean,
+): { path: string; why: string }[] {
+  const out: { path: string; why: string }[] = [];
+  const moveAside = (path: string, why: string) => out.push({ path, why });
+  {
     for (const name of ["config", "config.worktree"]) {
       const p = `${g}/${name}`;
       const st = fs.lstat(p);
       if (!changed(st)) continue;
-      if (st!.kind !== "file") moveAside(p, `a ${st!.kind} made during the session`);
+      if (st!.kind !== "file") moveAside(p, `is a ${st!.kind} made during the session`);
       else {
         const text = fs.read(p);
         const why = text === undefined ? "unreadable" : unsafeConfig(text);
@@ -201,16 +241,16 @@ export function checkNestedRepos(o: NestedRepoOptions, fs: RepoFs): NestedRepoRe
     const hooks = `${g}/hooks`;
     const hs = fs.lstat(hooks);
     if (hs?.kind === "symlink" || (hs !== undefined && hs.kind !== "dir")) {
-      if (changed(hs)) moveAside(hooks, "made during the session");
-      continue;
+      if (changed(hs)) moveAside(hooks, "was made during the session");
+      return out;
     }
     for (const e of fs.list(hooks)) {
       if (e.kind === "dir" || e.name.endsWith(".sample") || e.name.includes(QUARANTINE)) continue;
       const p = `${hooks}/${e.name}`;
-      if (changed(fs.lstat(p))) moveAside(p, "a hook written during the session");
+      if (changed(fs.lstat(p))) moveAside(p, "is a hook written during the session");
     }
   }
-  return { lines, incomplete, entries };
+  return out;
 }
 
 /** The real file system for {@link checkNestedRepos}. */

@@ -117,3 +117,37 @@ for (const fast of ["1", "0"]) {
     },
   });
 }
+
+test({
+  name: "a .git file the sandbox plants never makes hallpass move a file outside the project",
+  ignore: tool("git"),
+  async fn() {
+    const s = await scratch();
+    try {
+      // A repository of the person's outside the project, whose hook the person writes during the session.
+      const theirs = `${s.outside}/theirs.git`;
+      await git(s.outside, s.outside, "init", "-q", "--bare", theirs);
+      const script = [
+        `printf 'gitdir: ${theirs}\\n' > ptr/.git`,
+        "for i in $(seq 600); do [ -e go ] && exit 0; sleep 0.05; done; exit 1",
+      ].join("\n");
+      await Deno.mkdir(`${s.project}/ptr`);
+      const run = hallpass(["--no-ask", "-q", "--", "/bin/sh", "-c", script], {
+        cwd: s.project,
+        env: { ...GIT_ENV, HOME: s.outside },
+      });
+      for (let i = 0; i < 600 && !(await exists(`${s.project}/ptr/.git`)); i++) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      await Deno.writeTextFile(`${theirs}/hooks/pre-commit`, "#!/bin/sh\nexit 0\n");
+      await Deno.writeTextFile(`${s.project}/go`, "");
+      const r = await run;
+      assertEquals(r.code, 0, r.stderr);
+      assert(await exists(`${theirs}/hooks/pre-commit`), `hallpass moved the person's hook: ${r.stderr}`);
+      assert(!(await exists(`${s.project}/ptr/.git`)), `the planted pointer stayed: ${r.stderr}`);
+      assert(r.stderr.includes(`${s.project}/ptr/.git points git at`), r.stderr);
+    } finally {
+      await s.cleanup();
+    }
+  },
+});
