@@ -5,9 +5,11 @@
 import assert, { deepStrictEqual as assertEquals } from "node:assert/strict";
 import { test, tool } from "./helpers/skip.ts";
 
-const ui = new URL("../lib/ui/terminal.ts", import.meta.url).href;
+const ui = new URL("../lib/ui/pty_session.ts", import.meta.url).href;
+const askUrl = new URL("../lib/ask/terminal_ask.ts", import.meta.url).href;
 const DRIVER = `
-import { PtySession, TerminalAsk } from ${JSON.stringify(ui)};
+import { PtySession } from ${JSON.stringify(ui)};
+import { TerminalAsk } from ${JSON.stringify(askUrl)};
 const LAUNCH = "import os, sys, fcntl, termios\\nfd = int(sys.argv[1]); os.setsid(); fcntl.ioctl(fd, termios.TIOCSCTTY, 0)\\nfor i in (0, 1, 2): os.dup2(fd, i)\\nos.close(fd); os.execvp('sh', ['sh', '-c', sys.argv[2]])";
 const stty = () => new TextDecoder().decode(new Deno.Command("stty", { args: ["-a"], stdin: "inherit", stdout: "piped" }).outputSync().stdout);
 const before = stty();

@@ -1,6 +1,7 @@
 import assert, { deepStrictEqual as assertEquals } from "node:assert/strict";
 import xterm from "@xterm/headless";
-import { type BarController, type BarHost, TerminalAsk } from "../lib/ui/terminal.ts";
+import type { BarController, BarHost } from "../lib/ui/pty_session.ts";
+import { TerminalAsk } from "../lib/ask/terminal_ask.ts";
 import { ScreenGate, ScreenMirror } from "../lib/ui/screen.ts";
 import type { Answer, Question } from "../lib/types.ts";
 import { splitKeys } from "../lib/ui/prompt_bar.ts";

@@ -41,7 +41,7 @@ import { checkNestedRepos, realRepoFs } from "./nested_repos.ts";
 import { GIT_REASON } from "../policy/protected_paths.ts";
 import { DENIED_STATUS, finalStatus } from "../cli/fail_on_deny.ts";
 import { SupervisorHost } from "../supervisor/host.ts";
-import type { PtySession } from "../ui/terminal.ts";
+import type { PtySession } from "../ui/pty_session.ts";
 import { lazyImport } from "../util/lazy_import.ts";
 
 export class HallpassError extends Error {
@@ -213,9 +213,10 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     );
     backend = new AskProgram(opts.askProgram, { timeoutMs: opts.askTimeoutMs, warn });
   } else if (interactive && !opts.noAsk) {
-    const { PtySession, TerminalAsk } = await lazyImport<typeof import("../ui/terminal.ts")>(
-      new URL("../ui/terminal.ts", import.meta.url),
-    );
+    const [{ PtySession }, { TerminalAsk }] = await Promise.all([
+      lazyImport<typeof import("../ui/pty_session.ts")>(new URL("../ui/pty_session.ts", import.meta.url)),
+      lazyImport<typeof import("../ask/terminal_ask.ts")>(new URL("../ask/terminal_ask.ts", import.meta.url)),
+    ]);
     pty = PtySession.open({ onSignal: (sig) => end(sig), title: `hallpass: ${plan.argv.join(" ")}` });
     backend = new TerminalAsk(pty, { forMs: opts.forMs, askTimeoutMs: opts.askTimeoutMs });
   } else {

@@ -1,7 +1,7 @@
 /**
  * The listeners a full-screen program holds while it owns the terminal — signals, and the global events after
  * which it must give the terminal back (unload, an uncaught error, an unhandled rejection) — added in one
- * place and removed together. Used by the pty session (terminal.ts) and `hallpass answer`.
+ * place and removed together. Used by the pty session (pty_session.ts) and `hallpass answer`.
  */
 const FATAL_EVENTS = ["unload", "error", "unhandledrejection"] as const;
 

@@ -215,7 +215,7 @@ test({
     for (const l of s.split("\n")) assert(l.length <= 60, l);
     assert(bar[4].startsWith("[o] allow once  [t] for 5m0s"), bar[4]);
     assert(bar[1].endsWith(".txt") && bar[1].includes("…"), bar[1]); // shortened in the middle
-    // hallpass sets the program's terminal size before it redraws the bar (lib/ui/terminal.ts #resized).
+    // hallpass sets the program's terminal size before it redraws the bar (lib/ui/pty_session.ts #resized).
     await t.keys("o");
     s = await t.waitText(/^r=0$/m);
     assert(/^30 60$/m.test(s), s);

@@ -19,7 +19,7 @@ const dec = new TextDecoder();
 let serial = 0;
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-/** The bar ignores keys this long after showing a question (lib/ui/terminal.ts armDelayMs). */
+/** The bar ignores keys this long after showing a question (lib/ask/terminal_ask.ts armDelayMs). */
 export const ARM_DELAY_MS = 300;
 
 /** Single-quotes `s` for sh. */
@@ -216,7 +216,7 @@ export class Tmux {
 
   /**
    * Call once a new question is seen on the screen: returns when the bar takes keys. hallpass notes the time a
-   * question is shown before it draws it (lib/ui/terminal.ts, armDelayMs 300), so ARM_DELAY_MS after it was
+   * question is shown before it draws it (lib/ask/terminal_ask.ts, armDelayMs 300), so ARM_DELAY_MS after it was
    * seen the delay has passed, however loaded the machine: a bound, not a guess.
    */
   static async pastArmDelay(): Promise<void> {

@@ -1,19 +1,19 @@
 /**
- * The terminal side of hallpass: the pty the command runs on, and the prompt bar as an {@linkcode AskBackend}.
+ * The pty the command runs on, between it and the person's terminal: raw mode, the output pump (through the
+ * output filter and the screen gate, or the C relay while nothing needs looking at), the input pump (keys to the
+ * program, or to the bar while one is up), SIGWINCH, and the terminal put back on every way out. The bar's host
+ * ({@linkcode BarHost}); the questions themselves are lib/ask/terminal_ask.ts.
  *
- * Threat model: the bytes the program writes and every field of a question are hostile. The program's output
- * goes to the real terminal unchanged (it is the program's own terminal, as without hallpass) but never while the
- * bar is up; question text is drawn only through `visible()`. Keys typed while the bar is up go to the bar only,
- * and a key that arrives within `armDelayMs` of a question appearing is ignored (type-ahead meant for the program
- * must not answer a question the person has not seen). A flood of questions is bounded per process; the person
- * can always answer, and `[D]` denies everything pending from a pid and everything it asks later.
+ * Threat model: the bytes the program writes are hostile. They go to the real terminal (it is the program's own
+ * terminal, as without hallpass) through the output filter (output_filter.ts), but never while the bar is up; keys
+ * typed while the bar is up go to the bar only.
  *
- * Wiring (supervisor):
+ * Wiring (lib/sandbox/run.ts):
  *
  * ```ts
  * const pty = PtySession.open();               // before spawning: slave size = real terminal size
  * spawnLauncher({ ttyFd: pty.slaveFd });        // the launcher makes it the controlling terminal
- * pty.closeSlave();                             // else EIO never comes on the master
+ * pty.closeSlave();
  * pty.start();                                  // raw mode, pumps, SIGWINCH, restore on every way out
  * const ask = new TerminalAsk(pty, { forMs, askTimeoutMs });
  * // … questions: await ask.ask(q, signal)
@@ -22,7 +22,6 @@
  * ```
  */
 
-import type { Answer, AskBackend, Question } from "../types.ts";
 import {
   closeFd,
   getTermios,
@@ -46,11 +45,9 @@ import {
   withoutEcho,
   writeAll,
 } from "../../ffi/pty.ts";
-import { type BarStyle, handleKey, initialScopeIndex, layout } from "./prompt_bar.ts";
+import type { BarStyle } from "./prompt_bar.ts";
 import { KeyReader } from "./key_reader.ts";
-import { visible } from "./sanitize.ts";
 import { OutputFilter } from "./output_filter.ts";
-import { type BarState } from "./prompt_bar.ts";
 import { MIRROR_SCROLLBACK, ScreenGate, ScreenMirror, type TerminalWrite } from "./screen.ts";
 import { ProcessHooks } from "./process_hooks.ts";
 
@@ -522,251 +519,5 @@ export class PtySession implements BarHost {
       } catch { /* nothing more we can do */ }
     }
     this.#hooks.removeAll();
-  }
-}
-
-export interface TerminalAskOptions {
-  /** The `[t]` duration (`--for`); a hallpass-request's own `--for` wins. */
-  forMs: number;
-  /** `--ask-timeout`: an unanswered question is denied after this long (from when it was asked). */
-  askTimeoutMs?: number;
-  /** Pending questions one pid may have; beyond, new ones are denied at once. Default 64. */
-  maxPerPid?: number;
-  /** Pending questions in all; beyond, new ones are denied at once. Default 4096. */
-  maxPending?: number;
-  /** Keys arriving sooner than this after a question appears are ignored. Default 300 ms. */
-  armDelayMs?: number;
-}
-
-const VERBS: Record<Question["op"], string> = { write: "write", exec: "run", connect: "connect to" };
-
-/** The start time of process `pid` (field 22 of /proc/PID/stat), or undefined when it is gone. */
-function startTime(pid: number): string | undefined {
-  try {
-    const stat = Deno.readTextFileSync(`/proc/${pid}/stat`);
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
-  } catch {
-    return undefined;
-  }
-}
-
-interface Waiter {
-  resolve: (a: Answer) => void;
-  signal: AbortSignal;
-  onAbort: () => void;
-}
-
-interface Entry {
-  key: string;
-  question: Question;
-  waiters: Waiter[];
-  timer?: ReturnType<typeof setTimeout>;
-}
-
-/**
- * The prompt bar as an ask backend (`name` = `terminal`). Questions queue and are shown one at a time with the
- * number waiting. Identical pending questions (same pid, operation and target) share one answer: a person who
- * answers a question about one process never answers for another one unseen.
- */
-export class TerminalAsk implements AskBackend {
-  readonly name = "terminal";
-  readonly #host: BarHost;
-  readonly #opts: Required<Omit<TerminalAskOptions, "askTimeoutMs">> & { askTimeoutMs?: number };
-  readonly #queue: Entry[] = [];
-  #state: BarState | null = null;
-  #shownAt = 0;
-  #closed = false;
-  /**
-   * Pids the person denied everything from with `[D]`, with the process's start time: their later questions are
-   * denied without asking until that process exits (a later process with the same pid is asked).
-   */
-  readonly #deniedPids = new Map<number, string>();
-  /** What the last `[D]` did, shown on the bars that follow until the bar closes. */
-  #notice: string | undefined;
-
-  constructor(host: BarHost, opts: TerminalAskOptions) {
-    this.#host = host;
-    this.#opts = { maxPerPid: 64, maxPending: 4096, armDelayMs: 300, ...opts };
-  }
-
-  /** Questions waiting, the one on screen included. */
-  get pending(): number {
-    return this.#queue.length;
-  }
-
-  ask(q: Question, signal: AbortSignal): Promise<Answer> {
-    if (this.#closed) return Promise.resolve({ kind: "deny", by: "terminal-closed" });
-    if (signal.aborted) return Promise.resolve({ kind: "deny", by: "withdrawn" });
-    const since = this.#deniedPids.get(q.pid);
-    if (since !== undefined) {
-      if (startTime(q.pid) === since) {
-        this.#deniedQuietly(q);
-        return Promise.resolve({ kind: "deny", by: "terminal" });
-      }
-      this.#deniedPids.delete(q.pid);
-    }
-    const key = JSON.stringify([q.pid, q.op, q.target]);
-    let entry = this.#queue.find((e) => e.key === key);
-    if (!entry) {
-      const fromPid = this.#queue.filter((e) => e.question.pid === q.pid).length;
-      if (fromPid >= this.#opts.maxPerPid || this.#queue.length >= this.#opts.maxPending) {
-        return Promise.resolve({ kind: "deny", by: "flood" });
-      }
-      entry = { key, question: q, waiters: [] };
-      this.#queue.push(entry);
-      const e = entry;
-      if (this.#opts.askTimeoutMs !== undefined) {
-        e.timer = setTimeout(() => this.#settle(e, { kind: "deny", by: "timeout" }), this.#opts.askTimeoutMs);
-      }
-    }
-    const e = entry;
-    return new Promise<Answer>((resolve) => {
-      const waiter: Waiter = {
-        resolve,
-        signal,
-        onAbort: () => this.#withdraw(e, waiter),
-      };
-      signal.addEventListener("abort", waiter.onAbort, { once: true });
-      e.waiters.push(waiter);
-      this.#update();
-    });
-  }
-
-  /** Denies everything pending and takes the bar down. */
-  close(): Promise<void> {
-    this.#closed = true;
-    for (const e of [...this.#queue]) this.#settle(e, { kind: "deny", by: "terminal-closed" }, false);
-    this.#update();
-    return this.#host.gate.flushed();
-  }
-
-  #withdraw(e: Entry, w: Waiter): void {
-    e.waiters = e.waiters.filter((x) => x !== w);
-    w.resolve({ kind: "deny", by: "withdrawn" });
-    if (e.waiters.length === 0) this.#remove(e);
-    this.#update();
-  }
-
-  #remove(e: Entry): void {
-    const i = this.#queue.indexOf(e);
-    if (i >= 0) this.#queue.splice(i, 1);
-    if (e.timer !== undefined) clearTimeout(e.timer);
-  }
-
-  #settle(e: Entry, answer: Answer, update = true): void {
-    this.#remove(e);
-    for (const w of e.waiters) {
-      w.signal.removeEventListener("abort", w.onAbort);
-      w.resolve(answer);
-    }
-    e.waiters = [];
-    if (update) this.#update();
-  }
-
-  /** Brings the bar in line with the queue: show the head, redraw counts, or close. */
-  #update(): void {
-    const head = this.#queue[0];
-    if (!head) {
-      if (this.#state) {
-        this.#state = null;
-        this.#notice = undefined;
-        this.#host.setBar(null);
-        this.#host.gate.closeBar();
-      }
-      return;
-    }
-    const q = head.question;
-    if (this.#state?.question !== q) {
-      this.#state = {
-        question: q,
-        queued: 0,
-        scopeIndex: initialScopeIndex(q),
-        forMs: q.requestedForMs ?? this.#opts.forMs,
-      };
-      this.#shownAt = performance.now();
-      this.#host.setBar({
-        onKeys: (k, alone) => this.#onKeys(k, alone),
-        layout: (cols) => this.#layout(cols),
-      });
-    }
-    this.#state.notice = this.#notice;
-    this.#state.queued = this.#queue.length - 1;
-    this.#state.sameProcessQueued = this.#queue.filter((e) => e !== head && e.question.pid === q.pid).length;
-    this.#draw();
-  }
-
-  #layout(cols: number): string[] {
-    return this.#state ? layout(this.#state, cols) : [];
-  }
-
-  #draw(): void {
-    if (!this.#state) return;
-    this.#host.gate.showBar(layout(this.#state, this.#host.size().cols));
-  }
-
-  #onKeys(keys: string[], alone: boolean): void {
-    for (const key of keys) {
-      const state = this.#state;
-      const head = this.#queue[0];
-      if (!state || !head || head.question !== state.question) return;
-      if (performance.now() - this.#shownAt < this.#opts.armDelayMs) continue;
-      const r = handleKey(state, key);
-      // Only a read that held this one key may allow (or save a rule): a burst is not a person at the keys.
-      if (r.answer && !alone && r.answer.kind !== "deny") continue;
-      if (r.answer) {
-        if (r.denyAllFromPid) this.#denyAll(state.question);
-        else this.#settle(head, r.answer, false);
-        this.#update();
-        if (r.passThrough) this.#host.sendToProgram(new TextEncoder().encode(r.passThrough));
-      } else if (r.redraw) {
-        this.#state = r.state;
-        this.#draw();
-      }
-    }
-  }
-
-  /**
-   * `[D]`: denies every pending question of the process, and its later ones without asking until it exits (a
-   * runaway loop must not hold the person). Never silently: the notice says how long it lasts (for the command
-   * hallpass started, an interactive shell, that is the rest of the session), and each later denial is a line
-   * in the output ({@linkcode #deniedQuietly}).
-   */
-  #denyAll(q: Question): void {
-    const pending = this.#queue.filter((x) => x.question.pid === q.pid);
-    for (const e of pending) this.#settle(e, { kind: "deny", by: "terminal" }, false);
-    const since = startTime(q.pid);
-    if (since !== undefined) this.#deniedPids.set(q.pid, since);
-    const who = `${visible(q.name)} (pid ${q.pid})`;
-    const n = pending.length;
-    const top = q.chain.length <= 1;
-    this.#notice = `hallpass: [D] denied ${n} of ${who}; later ones too, until it exits` +
-      (top ? " (the session)" : "");
-    this.#say(this.#notice);
-  }
-
-  #quiet = { at: -Infinity, more: 0, timer: undefined as ReturnType<typeof setTimeout> | undefined };
-
-  /** A question denied because of `[D]`: one line each, at most two a second (then a count). */
-  #deniedQuietly(q: Question): void {
-    const now = performance.now();
-    const line = `hallpass: denied by [D]: ${visible(q.name)} (pid ${q.pid}) ${VERBS[q.op]} ${
-      visible(q.target)
-    }`;
-    if (now - this.#quiet.at >= 500) {
-      this.#quiet.at = now;
-      this.#say(line);
-      return;
-    }
-    this.#quiet.more++;
-    if (this.#quiet.timer !== undefined) return;
-    this.#quiet.timer = setTimeout(() => {
-      const n = this.#quiet.more;
-      this.#quiet = { at: performance.now(), more: 0, timer: undefined };
-      if (n > 0) this.#say(`hallpass: denied by [D]: ${n} more from pid ${q.pid}`);
-    }, 500);
-  }
-
-  #say(line: string): void {
-    this.#host.gate.output(new TextEncoder().encode(line + "\r\n"), false);
   }
 }
