@@ -91,3 +91,67 @@ Deno.test("mirror skip: nothing skipped across an unfinished sequence, a C1 cont
   assertEquals(findSkip(enc(lines + "\u009b2J" + "x\r\n".repeat(10)), 10, 50), null);
   assertEquals(findSkip(enc("a\r\n".repeat(40)), 10, 50), null);
 });
+
+/** What the pty relay reports as `clean` for a piece read in one go (relay.c clean_from), in JavaScript. */
+function cleanFrom(b: Uint8Array): number {
+  let clean = 0;
+  for (let i = 0; i < b.length; i++) {
+    const c = b[i];
+    if (c < 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09 && c !== 0x08) clean = i + 1;
+    else if (c >= 0x80 && c <= 0x9f && i > 0 && b[i - 1] === 0xc2) clean = i + 1;
+  }
+  return clean;
+}
+
+/** xorshift32: the LCG above repeats its low bits (rnd(2) alternates). */
+let xs = 2463534242;
+function rx(n: number): number {
+  xs ^= xs << 13;
+  xs ^= xs >>> 17;
+  xs ^= xs << 5;
+  return (xs >>> 0) % n;
+}
+
+Deno.test("mirror feed with the relay's clean hint (compaction of plain pieces) ends where parsing every byte ends", async () => {
+  const pieces = [
+    () => `\x1b[${rx(3)}${rx(8)}m`,
+    () => "\x1b[m",
+    () => `\x1b[${rx(12)};${rx(40)}H`,
+    () => `\x1b[${1 + rx(4)};${5 + rx(6)}r`,
+    () => "\x1b[r",
+    () => "\x1b[?6h",
+    () => "\x1b[?6l",
+    () => "\x1b[?1049h",
+    () => "\x1b[?1049l",
+    () => "\x1b7",
+    () => "\x1b8",
+    () => "\u0085",
+    () => "\t\b",
+    () => "日本 é",
+  ];
+  for (let round = 0; round < 16; round++) {
+    // Long plain stretches (compacted) between short bursts of state changes, cut into pieces anywhere.
+    let s = "";
+    for (let block = 0; block < 8; block++) {
+      const lines = rx(4) * 400, bursts = rx(6);
+      for (let i = 0; i < lines; i++) s += `plain ${round}.${block}.${i}${"x".repeat(rx(120))}\r\n`;
+      for (let i = 0; i < bursts; i++) s += pieces[rx(pieces.length)]() + `mid ${i}\r\n`;
+    }
+    const bytes = enc(s);
+    const lazy = new ScreenMirror(30, 10, { scrollback: 50 });
+    let released = 0, given = 0;
+    for (let o = 0; o < bytes.length;) {
+      const n = 1 + rx(rx(2) ? 40000 : 300);
+      const piece = bytes.slice(o, o + n);
+      o += n;
+      given++;
+      lazy.feed(piece, cleanFrom(piece), () => released++);
+      if (rx(3) === 0) await lazy.settled();
+    }
+    await lazy.settled();
+    const full = new ScreenMirror(30, 10, { scrollback: 50 });
+    await new Promise<void>((r) => full.term.write(bytes, r));
+    assertEquals(dump(lazy), dump(full));
+    assertEquals(released, given, "every piece's buffer is given back");
+  }
+});

@@ -71,6 +71,15 @@ export function fastPathLibrary(): string | null {
   }
 }
 
+/** The pty relay library (lib/ui/pty_session.ts), or null when it was not built (the output pump is JavaScript). */
+export function relayLibrary(): string | null {
+  try {
+    return bundledFile("libhallpass-relay.so", 0o644);
+  } catch {
+    return null;
+  }
+}
+
 /**
  * A file from build/ as a path the kernel can use. Asked of the real file system (FFI, not Deno's API): in a
  * compiled binary the path exists only in the embedded one, and the kernel can neither execute nor map it from
@@ -217,7 +226,11 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
       lazyImport<typeof import("../ui/pty_session.ts")>(new URL("../ui/pty_session.ts", import.meta.url)),
       lazyImport<typeof import("../ask/terminal_ask.ts")>(new URL("../ask/terminal_ask.ts", import.meta.url)),
     ]);
-    pty = PtySession.open({ onSignal: (sig) => end(sig), title: `hallpass: ${plan.argv.join(" ")}` });
+    pty = PtySession.open({
+      onSignal: (sig) => end(sig),
+      title: `hallpass: ${plan.argv.join(" ")}`,
+      relayLibrary: relayLibrary(),
+    });
     backend = new TerminalAsk(pty, { forMs: opts.forMs, askTimeoutMs: opts.askTimeoutMs });
   } else {
     backend = new NoAsk();

@@ -64,8 +64,8 @@ function isSgr(buf: Uint8Array, i: number, end: number): boolean {
  * -1 when that is an escape sequence unfinished in `buf`, or a C1 control (not worth following). Scans back
  * from the end and stops at the first such byte (BEL counts: it ends OSC strings).
  */
-function lastStateChange(buf: Uint8Array): number {
-  for (let i = buf.length - 1; i >= 0; i--) {
+function lastStateChange(buf: Uint8Array, clean: number): number {
+  for (let i = clean - 1; i >= 0; i--) {
     const c = buf[i];
     if (c >= 0x20) {
       if (c <= 0x9f && c >= 0x80 && i > 0 && buf[i - 1] === 0xc2) return -1;
@@ -80,9 +80,13 @@ function lastStateChange(buf: Uint8Array): number {
   return 0;
 }
 
-/** The skip for `buf` (see the module comment), or null when there is none worth taking. */
-export function findSkip(buf: Uint8Array, rows: number, scrollback: number): Skip | null {
-  const head = lastStateChange(buf);
+/**
+ * The skip for `buf` (see the module comment), or null when there is none worth taking. `clean`: buf[clean, end)
+ * is known to hold no control other than LF, CR, TAB and BS and no C1 (the pty relay says so: relay.c), so the
+ * scan for the last state change starts before it.
+ */
+export function findSkip(buf: Uint8Array, rows: number, scrollback: number, clean = buf.length): Skip | null {
+  const head = lastStateChange(buf, Math.min(Math.max(clean, 0), buf.length));
   if (head < 0) return null;
   // The cut: after the line feed that has rows + scrollback line feeds after it, preceded by CR (column 1),
   // with at least `rows` line feeds between head and it (the cursor is on the bottom row by then).
@@ -99,21 +103,33 @@ export function findSkip(buf: Uint8Array, rows: number, scrollback: number): Ski
     before = before > 0 ? buf.lastIndexOf(LF, before - 1) : -1;
     if (before < head) return null;
   }
-  // The SGR sequences of [head, tail), from the last one that resets everything (`ESC [ m`, `ESC [ 0 ; … m`).
+  const sgr = sgrOf(buf, head, Math.min(tail, Math.max(clean, head))); // no ESC in buf[clean, end)
+  const cup = new TextEncoder().encode(`\x1b[${rows};1H`);
+  const replacement = new Uint8Array(sgr.length + cup.length);
+  replacement.set(sgr, 0);
+  replacement.set(cup, sgr.length);
+  return { head, replacement, tail };
+}
+
+/**
+ * The SGR sequences (`ESC [ … m`) among the escape sequences starting in buf[from, to), from the last one that
+ * resets everything (`ESC [ m`, `ESC [ 0 ; … m`): what sets the attributes as they are after them.
+ */
+export function sgrOf(buf: Uint8Array, from = 0, to = buf.length): Uint8Array {
   const sgr: [number, number][] = [];
-  for (let i = buf.indexOf(ESC, head); i >= 0 && i < tail; i = buf.indexOf(ESC, i + 1)) {
+  const region = buf.subarray(0, to);
+  for (let i = region.indexOf(ESC, from); i >= 0; i = region.indexOf(ESC, i + 1)) {
     const end = escEnd(buf, i);
+    if (end < 0 || !isSgr(buf, i, end)) continue;
     const p = buf[i + 2];
     if (p === 0x6d || (p === 0x30 && (buf[i + 3] === 0x6d || buf[i + 3] === 0x3b))) sgr.length = 0;
     sgr.push([i, end]);
   }
-  const cup = new TextEncoder().encode(`\x1b[${rows};1H`);
-  const replacement = new Uint8Array(sgr.reduce((n, [s, e]) => n + e - s, 0) + cup.length);
+  const out = new Uint8Array(sgr.reduce((n, [s, e]) => n + e - s, 0));
   let o = 0;
   for (const [s, e] of sgr) {
-    replacement.set(buf.subarray(s, e), o);
+    out.set(buf.subarray(s, e), o);
     o += e - s;
   }
-  replacement.set(cup, o);
-  return { head, replacement, tail };
+  return out;
 }

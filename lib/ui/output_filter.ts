@@ -89,6 +89,11 @@ export class OutputFilter {
   #utf8Mouse = false;
   #urxvtMouse = false;
 
+  /** Between sequences: nothing carried, no string begun (what relay.c passes keeps it so). */
+  get idle(): boolean {
+    return this.#st.s === "ground" && this.#carry === null;
+  }
+
   /** Filters one chunk of the program's output. */
   filter(chunk: Uint8Array): Uint8Array {
     const data = this.#carry ? concat([this.#carry, chunk]) : chunk;

@@ -50,6 +50,7 @@ import { KeyReader } from "./key_reader.ts";
 import { OutputFilter } from "./output_filter.ts";
 import { MIRROR_SCROLLBACK, ScreenGate, ScreenMirror, type TerminalWrite } from "./screen.ts";
 import { ProcessHooks } from "./process_hooks.ts";
+import { Relay } from "../../ffi/relay.ts";
 
 /** What a bar needs from whoever owns the terminal. {@linkcode PtySession} is one; tests use a fake. */
 export interface BarHost {
@@ -93,7 +94,15 @@ export interface PtySessionOptions {
   title?: string;
   /** Ask on plain lines (no cursor addressing). Default: {@linkcode dumbTerminal}. */
   plain?: boolean;
+  /**
+   * The C relay (build/libhallpass-relay.so): copies the output while nothing needs to see it in JavaScript.
+   * Without it (or with `HALLPASS_PTY_RELAY=0`) every read goes through the JavaScript pump.
+   */
+  relayLibrary?: string | null;
 }
+
+/** The relay's buffer: every byte it copies is kept there for the screen model until it returns. */
+const RELAY_BUFFER = 1 << 20;
 
 function writeAllSync(bytes: Uint8Array): void {
   while (bytes.length > 0) bytes = bytes.subarray(Deno.stdout.writeSync(bytes));
@@ -147,6 +156,14 @@ export class PtySession implements BarHost {
   /** The last bytes typed to the program (what may be handed back at the end). */
   #typed = new Uint8Array(0);
   #titleSet = false;
+  #relay: Relay | null = null;
+  /** A relay round is running or its result is being handled; #relayIdle resolves when it is over. */
+  #relayBusy = false;
+  #relayIdle: Promise<void> = Promise.resolve();
+  /** Buffers for the relay, used again once the screen model has parsed what they hold. */
+  readonly #relayPool: Uint8Array<ArrayBuffer>[] = [];
+  /** finish() began: the rest of the output goes through the JavaScript pump. */
+  #finishing = false;
 
   private constructor(
     master: number,
@@ -169,6 +186,7 @@ export class PtySession implements BarHost {
         style: opts.style,
         filter: new OutputFilter(),
         plain: opts.plain ?? dumbTerminal(),
+        beforeWrite: () => this.#stopRelay(),
       },
     );
   }
@@ -202,7 +220,8 @@ export class PtySession implements BarHost {
   setBar(bar: BarController | null): void {
     // What the command printed before it asked belongs above the question: take it from the master now, so it
     // is shown, not held back behind the bar. (Bounded: a command that never stops printing can't delay it.)
-    if (bar && !this.#bar && !this.#restored) {
+    // While the relay runs, it does this itself when the bar's first write stops it (relay.c, RELAY_WOKEN).
+    if (bar && !this.#bar && !this.#restored && !this.#relayBusy) {
       for (let i = 0; i < 16 && !this.gate.barUp; i++) {
         let chunk: Uint8Array;
         try {
@@ -249,6 +268,10 @@ export class PtySession implements BarHost {
         if (this.#opts.onSignal) this.#opts.onSignal(sig);
         else Deno.exit(128 + SIGNALS[sig]);
       });
+    }
+    if (this.#opts.relayLibrary && Deno.env.get("HALLPASS_PTY_RELAY") !== "0" && !this.gate.plain) {
+      this.#relay = Relay.open(this.#opts.relayLibrary, 1);
+      this.#stop.signal.addEventListener("abort", () => this.#relay?.wake(), { once: true });
     }
     this.#outputDone = this.#pumpOutput();
     this.#inputDone = this.#pumpInput();
@@ -338,6 +361,10 @@ export class PtySession implements BarHost {
     await this.#cursorKnown;
     for (;;) {
       if (this.gate.shouldPause()) await this.gate.whenFlowing();
+      if (this.#mayRelay()) {
+        if (await this.#relayRound()) break;
+        continue;
+      }
       const chunk = await readMaster(this.#master, { signal, sliceMs: 100 });
       if (chunk === null) break;
       if (this.gate.outputNow(chunk, writeAllSync)) {
@@ -374,6 +401,57 @@ export class PtySession implements BarHost {
     await this.gate.flushed();
   }
 
+  /** The relay may copy the output: nothing is queued or held, no bar, the filter is between sequences. */
+  #mayRelay(): boolean {
+    return this.#relay !== null && !this.#finishing && !this.#restored && !this.#stop.signal.aborted &&
+      !this.gate.barUp && this.gate.idle;
+  }
+
+  /**
+   * One round of the C relay: it copies until something needs JavaScript (relay.c); then what it copied goes to
+   * the screen model, what it could not write yet is written, and bytes for the output filter take the normal way.
+   * True at the end of the output.
+   */
+  async #relayRound(): Promise<boolean> {
+    const relay = this.#relay!;
+    let release!: () => void;
+    this.#relayIdle = new Promise((r) => release = r);
+    this.#relayBusy = true;
+    try {
+      const buf = this.#relayPool.pop() ?? new Uint8Array(RELAY_BUFFER);
+      const r = await relay.run(this.#master, buf);
+      if (r.used > 0) {
+        // Kept by the model until it is parsed: a small round is copied out and the buffer used again.
+        // The model keeps what it is fed until it has parsed it: a big round's buffer is handed over and comes
+        // back to the pool then; a small round is copied out.
+        const big = r.used >= RELAY_BUFFER / 4;
+        const copied = big ? buf.subarray(0, r.used) : buf.slice(0, r.used);
+        if (!big) this.#relayPool.push(buf);
+        this.gate.relayed(copied, r.clean, big ? () => this.#relayPool.push(buf) : undefined);
+        if (r.written < r.used) await writeStdout(copied.subarray(r.written));
+      } else this.#relayPool.push(buf);
+      if (r.state === "handoff") {
+        const chunk = buf.slice(r.handoff[0], r.handoff[0] + r.handoff[1]);
+        if (!this.gate.outputNow(chunk, writeAllSync)) this.gate.output(chunk);
+      }
+      if (r.state === "error") this.#relay = null; // the JavaScript pump from here on
+      return false;
+    } catch {
+      this.#relay = null;
+      return false;
+    } finally {
+      this.#relayBusy = false;
+      release();
+    }
+  }
+
+  /** Before hallpass writes anything of its own (the gate): the relay returns, and what it copied is handled. */
+  #stopRelay(): Promise<void> {
+    if (!this.#relayBusy) return Promise.resolve();
+    if (this.#relay?.running) this.#relay.wake(); // else the round is being handled already
+    return this.#relayIdle;
+  }
+
   async #pumpInput(): Promise<void> {
     const signal = this.#stop.signal;
     for (;;) {
@@ -408,6 +486,8 @@ export class PtySession implements BarHost {
    */
   async finish(idleMs = 200): Promise<void> {
     this.closeSlave();
+    this.#finishing = true;
+    await this.#stopRelay();
     // EIO never comes while hallpass keeps its own fd on the slave: drained when the slave's output queue is
     // empty and the master has nothing to read (checked every 10 ms).
     const drained = Promise.race([this.#outputDone.then(() => true), this.#whenQuiet()]);
@@ -425,6 +505,7 @@ export class PtySession implements BarHost {
     await this.gate.flushFilter();
     await Promise.allSettled([this.#outputDone, this.#inputDone]);
     await this.gate.flushed();
+    this.#relay?.close();
     this.#handBackTyped();
     this.restore();
     try {

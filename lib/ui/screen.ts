@@ -134,7 +134,15 @@ export class ScreenMirror {
   readonly scrollback: number;
   #pending: Promise<void> = Promise.resolve();
   #queue: Uint8Array[] = [];
+  /** Called once the queued bytes are parsed or copied (the caller may then use their buffer again). */
+  #releases: (() => void)[] = [];
   #queued = 0;
+  /** The queued bytes from here on hold no control but LF, CR, TAB, BS (findSkip's `clean`). */
+  #clean = 0;
+  /** Parses not finished. */
+  #parsing = 0;
+  /** The queue holds only plain text and what {@linkcode #compact} left (a cursor move), or nothing. */
+  #queueCompact = true;
 
   constructor(cols: number, rows: number, opts: { scrollback?: number } = {}) {
     this.scrollback = opts.scrollback ?? 0;
@@ -160,12 +168,60 @@ export class ScreenMirror {
     return this.settled();
   }
 
-  /** Queues bytes the real terminal received, to be parsed when the model is next read. */
-  feed(bytes: Uint8Array): void {
+  /**
+   * Queues bytes the real terminal received, to be parsed when the model is next read. `clean`: bytes[clean, end)
+   * hold no control other than LF, CR, TAB, BS and no C1 (the pty relay knows: relay.c); default: unknown.
+   * `release`: called once `bytes` are no longer needed (parsed, or copied for parsing).
+   */
+  feed(bytes: Uint8Array, clean = bytes.length, release?: () => void): void {
+    if (clean === 0 && this.#compact(bytes)) {
+      release?.();
+      return;
+    }
+    if (clean !== 0) this.#queueCompact = false; // plain text changes nothing a later compaction depends on
+    if (release) this.#releases.push(release);
     if (bytes.length === 0) return;
+    const last = this.#queue.at(-1);
+    // A UTF-8 C1 control split between two pieces: its second byte is not clean.
+    if (last && last[last.length - 1] === 0xc2 && bytes[0] >= 0x80 && bytes[0] <= 0x9f) {
+      clean = Math.max(clean, 1);
+    }
+    if (clean > 0) this.#clean = this.#queued + Math.min(clean, bytes.length);
     this.#queue.push(bytes);
     this.#queued += bytes.length;
     if (this.#queued >= LAZY_BYTES) this.#drain();
+  }
+
+  /**
+   * `bytes` hold no control but LF, CR, TAB and BS, and enough lines that nothing written before a cut in them can
+   * still be seen (mirror_skip.ts): then what is queued is replaced, without parsing anything, by the cursor on
+   * the bottom row and the lines after the cut. Only when the model's state
+   * is known to allow a skip: no parse pending, a full-screen scroll region, no origin mode, and a queue that holds
+   * nothing else that could change them. Keeps a long plain stream (`seq 1 5000000`) from being parsed at all.
+   */
+  #compact(bytes: Uint8Array): boolean {
+    if (this.#parsing > 0 || !this.#queueCompact || !this.#skipAllowed()) return false;
+    const skip = findSkip(bytes, this.rows, this.scrollback, 0);
+    if (!skip) return false;
+    // What is queued is gone from view; it holds no SGR (only plain text and a cursor move), so the attributes
+    // are the model's own.
+    const tail = bytes.subarray(skip.tail);
+    const next = new Uint8Array(skip.replacement.length + tail.length);
+    next.set(skip.replacement, 0);
+    next.set(tail, skip.replacement.length);
+    this.#releases.forEach((r) => r());
+    this.#releases = [];
+    this.#queue = [next];
+    this.#queued = next.length;
+    this.#clean = skip.replacement.length;
+    return true;
+  }
+
+  /** The model's state allows a skip now (see findSkip): a full-screen scroll region, no origin mode. */
+  #skipAllowed(): boolean {
+    const b = this.#core.buffer;
+    const full = (b?.scrollTop ?? 0) === 0 && (b?.scrollBottom ?? this.rows - 1) === this.rows - 1;
+    return full && !this.#core.coreService?.decPrivateModes?.origin;
   }
 
   /** Resolves once everything fed so far is parsed. */
@@ -177,7 +233,10 @@ export class ScreenMirror {
   #drain(): void {
     if (this.#queue.length === 0) return;
     let buf: Uint8Array;
-    if (this.#queue.length === 1) buf = this.#queue[0];
+    const releases = this.#releases;
+    this.#releases = [];
+    const many = this.#queue.length > 1;
+    if (!many) buf = this.#queue[0];
     else {
       buf = new Uint8Array(this.#queued);
       let o = 0;
@@ -186,17 +245,26 @@ export class ScreenMirror {
         o += c.length;
       }
     }
+    const clean = this.#clean;
     this.#queue = [];
     this.#queued = 0;
-    this.#pending = this.#pending.then(() => this.#parse(buf));
+    this.#clean = 0;
+    this.#queueCompact = true;
+    this.#parsing++;
+    if (many) releases.forEach((r) => r()); // copied
+    const parsed = many ? [] : releases;
+    this.#pending = this.#pending.then(() => this.#parse(buf, clean)).finally(() => {
+      this.#parsing--;
+      parsed.forEach((r) => r());
+    });
   }
 
   #termWrite(data: Uint8Array): Promise<void> {
     return new Promise<void>((resolve) => this.term.write(data, resolve));
   }
 
-  async #parse(buf: Uint8Array): Promise<void> {
-    const skip = buf.length > 4096 ? findSkip(buf, this.rows, this.scrollback) : null;
+  async #parse(buf: Uint8Array, clean: number): Promise<void> {
+    const skip = buf.length > 4096 ? findSkip(buf, this.rows, this.scrollback, clean) : null;
     if (!skip) return this.#termWrite(buf);
     await this.#termWrite(buf.subarray(0, skip.head));
     const b = this.#core.buffer;
@@ -449,6 +517,7 @@ export class ScreenGate {
   /** Operations queued on #chain and not finished. */
   #busy = 0;
   readonly #filter: OutputFilter | null;
+  readonly #beforeWrite: (() => Promise<void>) | null;
   /** A terminal without cursor addressing (TERM=dumb): the question is asked on plain lines; no model. */
   readonly plain: boolean;
   /** Plain mode: the last byte written ends a line. */
@@ -459,7 +528,14 @@ export class ScreenGate {
   constructor(
     mirror: ScreenMirror,
     write: TerminalWrite,
-    opts: { maxBuffer?: number; style?: BarStyle; filter?: OutputFilter; plain?: boolean } = {},
+    opts: {
+      maxBuffer?: number;
+      style?: BarStyle;
+      filter?: OutputFilter;
+      plain?: boolean;
+      /** Called (and awaited) before each of the gate's own writes: whoever else writes to the terminal stops. */
+      beforeWrite?: () => Promise<void>;
+    } = {},
   ) {
     this.mirror = mirror;
     this.#write = write;
@@ -467,6 +543,7 @@ export class ScreenGate {
     this.#style = opts.style ?? "reverse";
     this.#filter = opts.filter ?? null;
     this.plain = opts.plain ?? false;
+    this.#beforeWrite = opts.beforeWrite ?? null;
   }
 
   /** The program's bytes as they may reach the terminal (output_filter.ts); the model is fed the same. */
@@ -502,7 +579,9 @@ export class ScreenGate {
 
   #enqueue(op: () => void | Promise<void>): Promise<void> {
     this.#busy++;
-    this.#chain = this.#chain.then(op).catch(() => {}).finally(() => this.#busy--);
+    const before = this.#beforeWrite;
+    const run = before ? () => before().then(op) : op;
+    this.#chain = this.#chain.then(run).catch(() => {}).finally(() => this.#busy--);
     return this.#chain;
   }
 
@@ -516,6 +595,23 @@ export class ScreenGate {
     const out = this.#pass(chunk);
     if (out.length) writeSync(out);
     return true;
+  }
+
+  /**
+   * Nothing queued or held, the bar down, and the output filter between sequences: another writer (the C relay)
+   * may copy output that the filter would pass unchanged, reporting it with {@linkcode relayed}.
+   */
+  get idle(): boolean {
+    return this.#busy === 0 && this.#barLines === null && (this.#filter?.idle ?? true);
+  }
+
+  /** Output another writer already copied to the terminal (see {@linkcode idle}): counted and fed to the model. */
+  relayed(bytes: Uint8Array, clean?: number, release?: () => void): void {
+    this.#bytesOut += bytes.length;
+    if (this.plain) {
+      this.#atLineStart = bytes[bytes.length - 1] === 0x0a;
+      release?.();
+    } else this.mirror.feed(bytes, clean, release);
   }
 
   /** The program's output. Never dropped (but filtered: output_filter.ts). */
