@@ -3,7 +3,7 @@
  * The ruleset fd is handed to the launcher, which calls landlock_restrict_self in the command's process.
  */
 import { SysError } from "./errors.ts";
-import { close, cstr, libc, O, ptrOf, SYS, sys } from "./libc.ts";
+import { close, errno, libc, O, ptrOf, SYS, sys } from "./libc.ts";
 
 export const FS = {
   EXECUTE: 1n << 0n,
@@ -61,10 +61,32 @@ export function createRuleset(plan: LandlockRuleset, abi: number): { fd: number;
   const fd = sys(SYS.landlock_create_ruleset, ptrOf(attr), size, 0);
   if (fd < 0) throw new SysError("landlock_create_ruleset", -fd);
   const skipped: string[] = [];
+  // One buffer each for every rule (hundreds at start-up): the path, and the rule with its address.
+  const name = new Uint8Array(4096);
+  const rule = new Uint8Array(128);
+  const rv = new DataView(rule.buffer);
+  const rulePtr = ptrOf(rule);
+  const enc = new TextEncoder();
+  const lc = libc();
+  const addRule = [
+    BigInt(SYS.landlock_add_rule),
+    BigInt(fd),
+    1n, /* PATH_BENEATH */
+    rulePtr,
+    0n,
+    0n,
+    0n,
+  ] as const;
   try {
     for (const { path, access, dir } of plan.paths) {
       const flags = O.PATH | O.CLOEXEC | (dir === undefined ? 0 : O.NOFOLLOW | (dir ? O.DIRECTORY : 0));
-      const pfd = Number(libc().openat(-100, cstr(path), flags, 0));
+      const { read, written } = enc.encodeInto(path, name.subarray(0, name.length - 1));
+      if (read !== path.length) {
+        skipped.push(path); // longer than PATH_MAX: cannot be opened
+        continue;
+      }
+      name[written] = 0;
+      const pfd = lc.openat(-100, name, flags, 0);
       if (pfd < 0) {
         skipped.push(path);
         continue;
@@ -73,14 +95,11 @@ export function createRuleset(plan: LandlockRuleset, abi: number): { fd: number;
         const isDir = dir ?? Deno.statSync(`/proc/self/fd/${pfd}`).isDirectory;
         const allowed = (isDir ? access : access & FILE_RIGHTS) & plan.handledFs;
         if (allowed === 0n) continue;
-        const rule = new Uint8Array(128);
-        const rv = new DataView(rule.buffer);
         rv.setBigUint64(0, allowed, true);
         rv.setInt32(8, pfd, true);
-        const rc = sys(SYS.landlock_add_rule, fd, 1, /* PATH_BENEATH */ ptrOf(rule), 0);
-        if (rc < 0) throw new SysError(`landlock_add_rule(${path})`, -rc);
+        if (lc.syscall6(...addRule) < 0n) throw new SysError(`landlock_add_rule(${path})`, errno());
       } finally {
-        close(pfd);
+        lc.close(pfd);
       }
     }
     for (const { port, access } of plan.ports) {
