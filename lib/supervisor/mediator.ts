@@ -482,6 +482,22 @@ export class Mediator {
       );
     }
 
+    // An open that would read (O_RDWR, or O_RDONLY with O_CREAT) a read-protected file: Landlock refuses it to a
+    // continued call; an open performed here must not hand out a readable fd either, whatever the rules or an
+    // answer to a write question say (only --allow-read lifts a protection).
+    if (
+      c.kind === "open" && (this.#openFlags(n, c) & 3) !== 1 && this.#readProtectedAt(targets[0].path)
+    ) {
+      fs.close(fdCopy);
+      return this.#deny(
+        n,
+        c.name,
+        `opened for reading, a read-protected file: ${targets[0].path}`,
+        "write",
+        "rule",
+      );
+    }
+
     // ID_VALID is checked before acting (emulating, asking), not before a CONTINUE or a deny: answering a
     // notification whose thread is gone simply fails in the kernel.
     if (targets.length === 1 && fdCopy < 0 && c.landlock) {
@@ -627,6 +643,14 @@ export class Mediator {
     if (!rp) return false;
     const under = (p: string, dir: string) => p === dir || p.startsWith(dir === "/" ? "/" : dir + "/");
     if (rp.protect.some((p) => under(p, path) && p !== path)) return true; // a directory holding one
+    return this.#readProtectedAt(path);
+  }
+
+  /** `path` is at or below a read-protected path and not made readable again below it. */
+  #readProtectedAt(path: string): boolean {
+    const rp = this.#cfg.readProtected;
+    if (!rp) return false;
+    const under = (p: string, dir: string) => p === dir || p.startsWith(dir === "/" ? "/" : dir + "/");
     let best = -1;
     for (const p of rp.protect) if (under(path, p) && p.length > best) best = p.length;
     if (best < 0) return false;

@@ -204,6 +204,62 @@ test({
 });
 
 /**
+ * A performed open lifted a read protection: an open that also reads (O_RDWR, O_RDONLY|O_CREAT,
+ * O_RDWR|O_APPEND) is trapped as a write, and when the supervisor performs it — a file directly in the project's
+ * top (a carved directory), or outside the floor after an answer to the *write* question — it handed the
+ * sandbox a readable fd without Landlock's read check. Under --no-ask with `--protect` of a file at the
+ * project's top (no answer at all), and with an ask program answering "once" for a key in ~/.ssh. Judged by
+ * what the sandbox printed; control: the plain O_RDONLY open is refused (the protection is in force).
+ */
+for (const fast of ["1", "0"]) {
+  test({
+    name: `a write open never reads a read-protected file (O_RDWR, O_RDONLY|O_CREAT; fast path ${fast})`,
+    async fn() {
+      const s = await scratch();
+      const base = await Deno.makeTempDir({
+        dir: Deno.env.get("HOME") ?? "/tmp",
+        prefix: "hallpass-redteam-",
+      });
+      try {
+        const home = `${base}/home`, project = `${base}/project`;
+        await Deno.mkdir(`${home}/.ssh`, { recursive: true });
+        await Deno.mkdir(project);
+        const key = `${home}/.ssh/id_ed25519`, env = `${project}/secrets.env`;
+        await Deno.writeTextFile(key, "SECRET-KEY\n");
+        await Deno.writeTextFile(env, "SECRET-ENV\n");
+        const ask = `${s.outside}/ask.sh`;
+        await Deno.writeTextFile(ask, "#!/bin/sh\ncat >/dev/null\necho once\n");
+        await Deno.chmod(ask, 0o755);
+        const py = (path: string) =>
+          "import os\n" +
+          `for name, fl in [("ro", os.O_RDONLY), ("rw", os.O_RDWR), ("ro-creat", os.O_RDONLY | os.O_CREAT),\n` +
+          `                 ("rw-append", os.O_RDWR | os.O_APPEND)]:\n` +
+          "    try:\n" +
+          `        fd = os.open("${path}", fl); print(name, os.pread(fd, 40, 0))\n` +
+          "    except OSError as e: print(name, 'refused', e.errno)\n";
+        const runs = [
+          ["--no-ask", "--protect", env, "--", "/usr/bin/python3", "-c", py(env)],
+          ["--ask-program", ask, "--", "/usr/bin/python3", "-c", py(key)],
+        ];
+        for (const args of runs) {
+          const r = await hallpass(["-q", ...args], {
+            cwd: project,
+            env: { HOME: home, PATH: Deno.env.get("PATH")!, HALLPASS_FAST_PATH: fast },
+          });
+          assert(r.stdout.includes("ro refused 13"), `control: the protection is not in force: ${r.stdout}`);
+          assert(!r.stdout.includes("SECRET"), `a protected file was read through a write open: ${r.stdout}`);
+        }
+        assertEquals(await Deno.readTextFile(env), "SECRET-ENV\n");
+        assertEquals(await Deno.readTextFile(key), "SECRET-KEY\n");
+      } finally {
+        await s.cleanup();
+        await Deno.remove(base, { recursive: true });
+      }
+    },
+  });
+}
+
+/**
  * The record of what the sandbox did, rewritten by it: with `--log` in the project, the sandbox truncated the
  * log and appended a forged line. Judged from the log's contents outside afterwards.
  */
