@@ -1,5 +1,5 @@
 /**
- * Landlock through raw system calls: the ABI version, and a ruleset built from a plan (lib/landlock_plan.ts).
+ * Landlock through raw system calls: the ABI version, and a ruleset built from a plan (lib/sandbox/plan.ts landlockPlan).
  * The ruleset fd is handed to the launcher, which calls landlock_restrict_self in the command's process.
  */
 import { SysError } from "./errors.ts";

@@ -27,7 +27,7 @@ export interface Plan {
   cwd: string;
   rules: Rule[];
   /**
-   * What the Landlock floor grants: trees and single files. Carved (lib/write_floor.ts) so that no protected
+   * What the Landlock floor grants: trees and single files. Carved ({@link carveFloor}) so that no protected
    * path and no deny rule lies in it; `nofollow`: a carved entry, opened without following a symlink.
    */
   floor: { kind: "exact" | "tree"; path: string; nofollow?: boolean }[];
