@@ -1,6 +1,6 @@
 /**
  * Reads the kernel refused, for people: one line on stderr per protected path (at most MAX_LINES a session),
- * and the exit summary with the option that would allow each. Landlock refuses them (lib/read_floor.ts) and
+ * and the exit summary with the option that would allow each. Landlock refuses them (lib/floor/read_floor.ts) and
  * tells only the audit subsystem: with Landlock ABI 7 the launcher asks it to log denials after the exec
  * (LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON), and hallpass reads the records through the audit multicast group
  * (ffi/audit.ts). That needs root (CAP_AUDIT_READ) and audit enabled; elsewhere hallpass says once, at exit,
