@@ -84,14 +84,6 @@ export interface ContainerIdentity {
   id: string;
 }
 
-/** A backend that answers questions: no-ask, an ask program, the terminal bar, a remote one. */
-export interface AskBackend {
-  readonly name: string;
-  /** Resolves with the answer; must never reject (a failure is a deny). */
-  ask(q: Question, signal: AbortSignal): Promise<Answer>;
-  close(): Promise<void> | void;
-}
-
 /** Where a rule came from, for `hallpass rules` and error messages. */
 export type RuleSource =
   | { kind: "cli"; option: string }

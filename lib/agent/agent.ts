@@ -22,7 +22,8 @@ import { parseRules } from "../policy/rules_file.ts";
 import { groupRecord, type GroupTable, newGroupTable } from "../policy/exec_groups.ts";
 import { SupervisorHost } from "../supervisor/host.ts";
 import { Summary } from "../cli/summary.ts";
-import type { AskBackend, Rule } from "../types.ts";
+import type { Rule } from "../types.ts";
+import type { AskBackend } from "../ask/backend.ts";
 import { UsageError } from "../types.ts";
 import {
   describeContainer,

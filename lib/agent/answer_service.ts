@@ -26,7 +26,8 @@
  * ```
  */
 
-import type { Answer, AnswerKind, AskBackend, ContainerIdentity, Question } from "../types.ts";
+import type { Answer, AnswerKind, ContainerIdentity, Question } from "../types.ts";
+import type { AskBackend } from "../ask/backend.ts";
 import { UsageError } from "../types.ts";
 import { visible } from "../ui/sanitize.ts";
 import { who } from "../ui/prompt_bar.ts";

@@ -3,7 +3,8 @@
  * the sandbox, with one JSON object on its stdin; the first line of its stdout is the answer. A bad answer, a
  * program that fails, dies or says nothing within the timeout is a deny, with one line on stderr.
  */
-import type { Answer, AskBackend, Question } from "../types.ts";
+import type { Answer, Question } from "../types.ts";
+import type { AskBackend } from "./backend.ts";
 import { parseAnswerLine } from "./answer_line.ts";
 
 export const ASK_PROGRAM_DEFAULT_TIMEOUT_MS = 60_000;

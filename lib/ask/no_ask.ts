@@ -1,5 +1,6 @@
 /** The no-ask backend: nothing waits, whatever would ask is denied (docs/ci.md). */
-import type { Answer, AskBackend } from "../types.ts";
+import type { Answer } from "../types.ts";
+import type { AskBackend } from "./backend.ts";
 
 export class NoAsk implements AskBackend {
   readonly name = "no-ask";

@@ -9,7 +9,8 @@
  * everything it asks later.
  */
 
-import type { Answer, AskBackend, Question } from "../types.ts";
+import type { Answer, Question } from "../types.ts";
+import type { AskBackend } from "./backend.ts";
 import type { BarHost } from "../ui/pty_session.ts";
 import { type BarState, handleKey, initialScopeIndex, layout } from "../ui/prompt_bar.ts";
 import { visible } from "../ui/sanitize.ts";

@@ -33,7 +33,7 @@ import { CarveLimitError } from "../floor/landlock_carve.ts";
 import { existingResolver, realCarveFs } from "../floor/carve_fs.ts";
 import { newInCarved, readExitLines, readFloor, readStartLines, treesToMake } from "../floor/read_floor.ts";
 import { refusedInput, RefusedReadsWatch, reportingStatus } from "../floor/refused_reads.ts";
-import type { AskBackend } from "../types.ts";
+import type { AskBackend } from "../ask/backend.ts";
 import { NoAsk } from "../ask/no_ask.ts";
 import { groupRecord } from "../policy/exec_groups.ts";
 import { Summary } from "../cli/summary.ts";

@@ -9,7 +9,8 @@
  */
 import { pipe, pollReadable, writeAll } from "../../ffi/libc.ts";
 import { close } from "../../ffi/libc.ts";
-import type { Answer, AskBackend, Question, Rule } from "../types.ts";
+import type { Answer, Question, Rule } from "../types.ts";
+import type { AskBackend } from "../ask/backend.ts";
 import { ruleFileLine } from "../policy/rules_file.ts";
 import { isGlobTarget } from "../policy/path_scope.ts";
 import type { SessionConfig, ToMain, ToWorker } from "./session_config.ts";
