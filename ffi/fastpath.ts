@@ -31,6 +31,8 @@ export interface FastRoots {
   files: string[];
   /** Connects are not mediated: IP connects and addressed sends are performed by the fast path. */
   netDirect?: boolean;
+  /** Where writes outside the floor are performed by the fast path (fast_roots.ts fastPerformRegion). */
+  perform?: { roots: string[]; tree: string[]; exact: string[]; children: string[] };
 }
 
 export const SERVE = { WAKE: 0, NOTIFICATION: 1, HANGUP: 2, TIMEOUT: 3 } as const;
@@ -67,22 +69,31 @@ export class FastPath {
    * mediator.
    */
   setRoots(roots: FastRoots): void {
-    const lists = [roots.write, roots.exec, roots.files];
+    const p = roots.perform;
+    // LIST_WRITE, LIST_EXEC, LIST_FILES, LIST_PERFORM, LIST_EXCEPT (each exception prefixed by its kind).
+    const lists = [roots.write, roots.exec, roots.files, p?.roots ?? [], [
+      ...(p?.tree ?? []).map((x) => "T" + x),
+      ...(p?.exact ?? []).map((x) => "E" + x),
+      ...(p?.children ?? []).map((x) => "C" + x),
+    ]];
     const key = lists.map((l) => l.join("\0")).join("\0\0") + (roots.netDirect ? "\0\0\0net" : "");
     if (key === this.#roots) return;
     let ok = true;
-    lists.forEach((l, which) => {
+    // The exceptions before the roots: a region is never without its exceptions.
+    for (const which of [0, 1, 2, 4, 3]) {
+      const l = lists[which];
       const bytes = new TextEncoder().encode(l.map((r) => r + "\0").join(""));
       const buf = new Uint8Array(Math.max(128, bytes.length));
       buf.set(bytes);
       if (this.#lib.symbols.hp_fast_set_list(this.#h, which, buf, bytes.length) !== 0) ok = false;
-    });
+      if (!ok) break;
+    }
     if (!ok) {
       const none = new Uint8Array(128);
-      for (let which = 0; which < 3; which++) this.#lib.symbols.hp_fast_set_list(this.#h, which, none, 0);
+      for (const which of [3, 0, 1, 2, 4]) this.#lib.symbols.hp_fast_set_list(this.#h, which, none, 0);
     }
     this.#lib.symbols.hp_fast_set_net(this.#h, ok && roots.netDirect ? 1 : 0);
-    this.#active = ok && lists.some((l) => l.length > 0);
+    this.#active = ok && [roots.write, roots.exec, roots.files, p?.roots ?? []].some((l) => l.length > 0);
     this.#roots = ok ? key : "";
   }
 

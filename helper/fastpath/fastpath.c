@@ -77,11 +77,32 @@ struct roots {
 	size_t len[MAX_ROOTS];
 };
 
+/*
+ * The exceptions of the perform region (lib/supervisor/fast_roots.ts fastPerformRegion): paths with what they
+ * exclude, in an open-addressing hash table. Every directory above an exception is in it too (EX_ABOVE).
+ */
+#define EX_TREE 1     /* the path and everything below it */
+#define EX_EXACT 2    /* the path itself */
+#define EX_CHILDREN 4 /* the names directly in it */
+#define EX_ABOVE 8    /* a directory above an exception: itself */
+#define EXCEPT_MAX 60000
+struct except {
+	unsigned cap; /* a power of two, or 0 */
+	unsigned n;
+	char **path;
+	size_t *len;
+	unsigned *hash;
+	unsigned char *flags;
+	int bad; /* the last list could not be taken: nothing is performed */
+};
+
 struct hp_fast {
 	/* lib/supervisor/fast_roots.ts: */
 	struct roots write; /* floor trees without a deny rule: writes continued or performed here */
 	struct roots exec;  /* trees whose programs run without asking */
 	struct roots files; /* floor entries that are single files (/dev/null...): opens of them continued */
+	struct roots perform; /* trees whose writes (outside the floor) are performed here: see perform_ok() */
+	struct except except; /* where in those trees the mediator decides (complete, or `bad`: none performed) */
 	struct {
 		char path[DIR_PATH_MAX]; /* longer directories are checked every time */
 		long long at;
@@ -126,6 +147,7 @@ struct hp_fast {
 void *hp_fast_new(void) {
 	struct hp_fast *h = calloc(1, sizeof(struct hp_fast));
 	if (!h) return h;
+	h->except.bad = 1;
 	h->pidfd = h->last_dfd = h->rec_fd = -1;
 	const char *rec = getenv("HALLPASS_FASTPATH_RECORD");
 	if (rec && rec[0]) h->rec_fd = open(rec, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
@@ -137,12 +159,112 @@ static void clear_list(struct roots *r) {
 	r->n = 0;
 }
 
+static void clear_except(struct except *e) {
+	for (unsigned i = 0; i < e->cap; i++) free(e->path[i]);
+	free(e->path);
+	free(e->len);
+	free(e->hash);
+	free(e->flags);
+	memset(e, 0, sizeof *e);
+	e->bad = 1;
+}
+
+static unsigned hash_bytes(const char *p, size_t n) {
+	unsigned h = 2166136261u; /* FNV-1a */
+	for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 16777619u;
+	return h;
+}
+
+/* The flags of `path` (`len` bytes) in the exceptions; 0 when absent. */
+static unsigned except_flags(const struct except *e, const char *path, size_t len, unsigned hash) {
+	if (e->cap == 0) return 0;
+	for (unsigned i = hash & (e->cap - 1);; i = (i + 1) & (e->cap - 1)) {
+		if (!e->path[i]) return 0;
+		if (e->hash[i] == hash && e->len[i] == len && memcmp(e->path[i], path, len) == 0) return e->flags[i];
+	}
+}
+
+/* Adds `flags` to `path` (`len` bytes). 0, or -1 (out of memory, or full). */
+static int except_add(struct except *e, const char *path, size_t len, unsigned flags) {
+	unsigned hash = hash_bytes(path, len);
+	for (unsigned i = hash & (e->cap - 1);; i = (i + 1) & (e->cap - 1)) {
+		if (!e->path[i]) {
+			if (e->n + 1 > e->cap / 2) return -1;
+			if (!(e->path[i] = strndup(path, len))) return -1;
+			e->len[i] = len;
+			e->hash[i] = hash;
+			e->flags[i] = (unsigned char)flags;
+			e->n++;
+			return 0;
+		}
+		if (e->hash[i] == hash && e->len[i] == len && memcmp(e->path[i], path, len) == 0) {
+			e->flags[i] |= (unsigned char)flags;
+			return 0;
+		}
+	}
+}
+
+/*
+ * Sets the exceptions: NUL-terminated entries, each a kind letter (T tree, E exact, C children) and a
+ * canonical absolute path. 0, or -EINVAL/-ENOMEM (then `bad`: nothing is performed until a good list).
+ */
+static int set_except(struct except *e, const char *buf, int len) {
+	clear_except(e);
+	/* every entry and each directory above it, in a table at most half full */
+	size_t count = 0, slots = 0;
+	for (int off = 0; off < len; off++) {
+		if (buf[off] == 0) count++;
+		if (buf[off] == 0 || buf[off] == '/') slots++;
+	}
+	if (count > EXCEPT_MAX) return -EINVAL;
+	unsigned cap = 64;
+	while (cap < slots * 2 && cap < (1u << 24)) cap <<= 1;
+	e->path = calloc(cap, sizeof *e->path);
+	e->len = calloc(cap, sizeof *e->len);
+	e->hash = calloc(cap, sizeof *e->hash);
+	e->flags = calloc(cap, sizeof *e->flags);
+	if (!e->path || !e->len || !e->hash || !e->flags) {
+		clear_except(e);
+		return -ENOMEM;
+	}
+	e->cap = cap;
+	int off = 0;
+	while (off < len) {
+		const char *s = buf + off;
+		size_t n = strnlen(s, (size_t)(len - off));
+		if (n == (size_t)(len - off) || n < 2 || s[1] != '/') {
+			clear_except(e);
+			return -EINVAL;
+		}
+		unsigned kind = s[0] == 'T' ? EX_TREE : s[0] == 'E' ? EX_EXACT : s[0] == 'C' ? EX_CHILDREN : 0;
+		const char *path = s + 1;
+		size_t pl = n - 1;
+		while (pl > 1 && path[pl - 1] == '/') pl--;
+		if (!kind || except_add(e, path, pl, kind) < 0) {
+			clear_except(e);
+			return kind ? -ENOMEM : -EINVAL;
+		}
+		/* every directory above it ("/" never counts: the region's roots are below it) */
+		for (size_t i = pl - 1; i > 0; i--) {
+			if (path[i] == '/' && except_add(e, path, i, EX_ABOVE) < 0) {
+				clear_except(e);
+				return -ENOMEM;
+			}
+		}
+		off += (int)n + 1;
+	}
+	e->bad = 0;
+	return 0;
+}
+
 void hp_fast_free(void *p) {
 	struct hp_fast *h = p;
 	if (!h) return;
 	clear_list(&h->write);
 	clear_list(&h->exec);
 	clear_list(&h->files);
+	clear_list(&h->perform);
+	clear_except(&h->except);
 	if (h->pidfd >= 0) close(h->pidfd);
 	if (h->last_dfd >= 0) close(h->last_dfd);
 	if (h->rec_fd >= 0) {
@@ -156,7 +278,7 @@ void hp_fast_free(void *p) {
 	free(h);
 }
 
-enum { LIST_WRITE = 0, LIST_EXEC = 1, LIST_FILES = 2 };
+enum { LIST_WRITE = 0, LIST_EXEC = 1, LIST_FILES = 2, LIST_PERFORM = 3, LIST_EXCEPT = 4 };
 
 /*
  * Sets one list (LIST_*): canonical absolute paths, each NUL-terminated, `len` bytes in all; none hands those
@@ -164,7 +286,12 @@ enum { LIST_WRITE = 0, LIST_EXEC = 1, LIST_FILES = 2 };
  */
 int hp_fast_set_list(void *p, int which, const char *paths, int len) {
 	struct hp_fast *h = p;
-	struct roots *r = which == LIST_WRITE ? &h->write : which == LIST_EXEC ? &h->exec : which == LIST_FILES ? &h->files : NULL;
+	if (which == LIST_EXCEPT) return set_except(&h->except, paths, len);
+	struct roots *r = which == LIST_WRITE     ? &h->write
+	                  : which == LIST_EXEC    ? &h->exec
+	                  : which == LIST_FILES   ? &h->files
+	                  : which == LIST_PERFORM ? &h->perform
+	                                          : NULL;
 	if (!r) return -EINVAL;
 	clear_list(r);
 	if (which == LIST_WRITE) {
@@ -261,6 +388,33 @@ static int in_list(const struct roots *r, const char *path, size_t len) {
 
 static int under_root(struct hp_fast *h, const char *dir, size_t len) { return in_list(&h->write, dir, len); }
 
+/*
+ * Whether the canonical `path` lies in the perform region (lib/supervisor/fast_roots.ts fastPerformRegion):
+ * strictly below a perform root, and touched by no exception. There the decision is "allow", never "floor":
+ * the mediator would perform the call, and so may the fast path.
+ */
+static int perform_ok(struct hp_fast *h, const char *path, size_t len) {
+	if (h->except.bad || h->perform.n == 0) return 0;
+	int below = 0;
+	for (int i = 0; i < h->perform.n && !below; i++) {
+		size_t rl = h->perform.len[i];
+		below = len > rl && path[rl] == '/' && memcmp(path, h->perform.path[i], rl) == 0;
+	}
+	if (!below) return 0;
+	/* each directory on the way (not "/"), then the path itself; FNV-1a of the prefix as it grows */
+	unsigned hash = 2166136261u, parent = 0;
+	for (size_t i = 0; i <= len; i++) {
+		if (i > 0 && (i == len || path[i] == '/')) {
+			unsigned f = except_flags(&h->except, path, i, hash);
+			if (f & EX_TREE) return 0;
+			if (i == len) return !(f & (EX_EXACT | EX_ABOVE)) && !(parent & EX_CHILDREN);
+			parent = f;
+		}
+		if (i < len) hash = (hash ^ (unsigned char)path[i]) * 16777619u;
+	}
+	return 0;
+}
+
 static int is_file_entry(struct hp_fast *h, const char *path, size_t len) {
 	for (int i = 0; i < h->files.n; i++) {
 		if (len == h->files.len[i] && memcmp(path, h->files.path[i], len) == 0) return 1;
@@ -287,12 +441,17 @@ static void dir_remember(struct hp_fast *h, const char *dir, long long t) {
 	h->cache[i].at = t;
 }
 
+enum { IN_FLOOR = 1, IN_PERFORM = 2 };
+
 /*
  * Whether the path argument of a call falls plainly inside the floor (see the file comment). `dirfd` is the
  * call's directory fd (AT_FDCWD for the path forms), `follow` whether the call follows a final symlink.
+ * `region`: IN_FLOOR, and IN_PERFORM to accept the perform region too (perform_ok(); then `dfd_out` is
+ * needed: the call is performed through it). Returns the region the path is in (IN_FLOOR or IN_PERFORM),
+ * or 0: for the mediator.
  */
 static int in_floor_at(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, int follow, int contents,
-                      int *dfd_out, char *name_out) {
+                      int *dfd_out, char *name_out, int region) {
 	char raw[PATH_MAX_BYTES + 1];
 	int n = read_path(tid, addr, raw, PATH_MAX_BYTES);
 	if (n <= 0) return 0;
@@ -306,8 +465,9 @@ static int in_floor_at(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, i
 		ssize_t b = -1;
 		long long t = now_ns();
 		unsigned slot = (unsigned)tid % CWD_CACHE;
-		if (dirfd == AT_FDCWD && h->cwd[slot].tid == tid && h->cwd[slot].gen == h->cwd_gen &&
-		    t - h->cwd[slot].at < CWD_CACHE_NS) {
+		/* A call performed here is performed at the path it was decided on: the working directory read now. */
+		if (dirfd == AT_FDCWD && !(region & IN_PERFORM) && h->cwd[slot].tid == tid &&
+		    h->cwd[slot].gen == h->cwd_gen && t - h->cwd[slot].at < CWD_CACHE_NS) {
 			b = h->cwd[slot].len;
 			memcpy(full, h->cwd[slot].path, (size_t)b);
 		} else {
@@ -363,7 +523,11 @@ static int in_floor_at(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, i
 	char *slash = strrchr(full, '/');
 	size_t dirlen = slash == full ? 1 : (size_t)(slash - full);
 	const char *name = slash + 1;
-	if (!under_root(h, full, dirlen)) return 0;
+	int in = IN_FLOOR;
+	if (!under_root(h, full, dirlen)) {
+		if (!(region & IN_PERFORM) || !dfd_out || !perform_ok(h, full, len)) return 0;
+		in = IN_PERFORM;
+	}
 	*slash = 0;
 	const char *dir = dirlen == 1 ? "/" : full;
 	long long t = now_ns();
@@ -381,7 +545,7 @@ static int in_floor_at(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, i
 			 */
 			return !dfd_out && (errno == ENOENT || errno == ENOTDIR);
 		}
-		dir_remember(h, dir, t);
+		if (in == IN_FLOOR) dir_remember(h, dir, t);
 	}
 	int ok = 1;
 	if (follow) {
@@ -411,7 +575,7 @@ static int in_floor_at(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, i
 		else {
 			memcpy(name_out, name, nl + 1);
 			*dfd_out = dfd;
-			return 1;
+			return in;
 		}
 	}
 	if (dfd >= 0) close(dfd);
@@ -419,7 +583,7 @@ static int in_floor_at(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, i
 }
 
 static int in_floor(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, int follow) {
-	return in_floor_at(h, tid, dirfd, addr, follow, 0, NULL, NULL);
+	return in_floor_at(h, tid, dirfd, addr, follow, 0, NULL, NULL, IN_FLOOR);
 }
 
 
@@ -476,7 +640,7 @@ static int fd_in_floor(struct hp_fast *h, int copy) {
 	}
 	if (strncmp(path, "/proc/", 6) == 0) return 0;
 	rec_note(h, path, (size_t)n);
-	return under_root(h, path, (size_t)n);
+	return under_root(h, path, (size_t)n) || perform_ok(h, path, (size_t)n);
 }
 
 enum { META_NONE, META_CHMOD, META_CHOWN, META_UTIMENS };
@@ -493,7 +657,7 @@ enum { META_NONE, META_CHMOD, META_CHOWN, META_UTIMENS };
  * The lines of /proc/<tid>/status the kernel checks a metadata call with (Uid, Gid, Groups, CapEff), joined
  * into `out`; 0, or -1 when unreadable.
  */
-static int cred_lines(const char *status_path, char *out, size_t size) {
+static int cred_lines(const char *status_path, char *out, size_t size, unsigned *umask) {
 	char buf[4096];
 	int fd = open(status_path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) return -1;
@@ -501,6 +665,14 @@ static int cred_lines(const char *status_path, char *out, size_t size) {
 	close(fd);
 	if (n <= 0) return -1;
 	buf[n] = 0;
+	if (umask) {
+		const char *u = strstr(buf, "\nUmask:");
+		if (!u) return -1;
+		char *end;
+		unsigned long v = strtoul(u + 7, &end, 8);
+		if (end == u + 7 || v > 0777) return -1;
+		*umask = (unsigned)v;
+	}
 	size_t len = 0;
 	static const char *const want[] = {"\nUid:", "\nGid:", "\nGroups:", "\nCapEff:"};
 	for (unsigned i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -528,18 +700,23 @@ static int cred_lines(const char *status_path, char *out, size_t size) {
  * them goes to the mediator, which performs as the caller. What the supervisor holds beyond META_CAPS changes
  * none of these calls' outcomes on a file the sandbox may write (path lookup: DAC_OVERRIDE covers search).
  */
-static int same_creds(pid_t tid) {
+/*
+ * `umask`: also reads the caller's umask into it (a call that creates a file applies it: the supervisor runs
+ * with umask 0).
+ */
+static int same_creds(pid_t tid, unsigned *umask) {
 	static int own_ok = -1; /* -1 unknown, 0 privileged (compare), 1 without capabilities */
 	static char own[1024];
 	if (own_ok < 0) {
-		if (cred_lines("/proc/thread-self/status", own, sizeof own) < 0) return 0;
+		if (cred_lines("/proc/thread-self/status", own, sizeof own, NULL) < 0) return 0;
 		const char *c = strstr(own, "\nCapEff:");
 		own_ok = c && strspn(c + 8, "\t 0") == strlen(c + 8) ? 1 : 0;
 	}
-	if (own_ok == 1) return 1;
+	if (own_ok == 1 && !umask) return 1;
 	char path[40], theirs[1024];
 	snprintf(path, sizeof path, "/proc/%d/status", tid);
-	if (cred_lines(path, theirs, sizeof theirs) != 0) return 0;
+	if (cred_lines(path, theirs, sizeof theirs, umask) != 0) return 0;
+	if (own_ok == 1) return 1;
 	/* Uid, Gid and Groups come before CapEff: those must be the same text. */
 	const char *oc = strstr(own, "\nCapEff:"), *tc = strstr(theirs, "\nCapEff:");
 	if (!oc || !tc || oc - own != tc - theirs || strncmp(own, theirs, (size_t)(oc - own)) != 0) return 0;
@@ -593,7 +770,7 @@ static int meta(struct hp_fast *h, int listener, const struct seccomp_notif *n) 
 	default:
 		return 0;
 	}
-	if (!same_creds(tid)) return 0;
+	if (!same_creds(tid, NULL)) return 0;
 	if (kind == META_CHMOD && (mode & 06000)) return 0; /* S_ISUID/S_ISGID: the mediator refuses it */
 	/*
 	 * The program's own fd named as /proc/self/fd/N (glibc's fchmodat(AT_SYMLINK_NOFOLLOW) on kernels before
@@ -625,7 +802,7 @@ static int meta(struct hp_fast *h, int listener, const struct seccomp_notif *n) 
 			close(target);
 			return 0;
 		}
-	} else if (!in_floor_at(h, tid, dirfd, path, follow, 0, &target, name)) {
+	} else if (!in_floor_at(h, tid, dirfd, path, follow, 0, &target, name, IN_FLOOR | IN_PERFORM)) {
 		return 0;
 	}
 	/* Act only for a call still waiting: this also proves a fresh pidfd named the notifying thread. */
@@ -654,6 +831,163 @@ static int meta(struct hp_fast *h, int listener, const struct seccomp_notif *n) 
 	if (kind == META_CHMOD && !fdform && err == ENOSYS) return 0; /* no fchmodat2 (Linux < 6.6): the mediator */
 	struct seccomp_notif_resp resp = {.id = n->id, .val = 0, .error = -err, .flags = 0};
 	ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+	h->emulated++;
+	rec_answer(h, n, "perform");
+	return 1;
+}
+
+/* ---- writes performed here, outside the floor ------------------------------------------------------------ */
+
+#ifndef SECCOMP_IOCTL_NOTIF_ADDFD
+#define SECCOMP_IOCTL_NOTIF_ADDFD SECCOMP_IOW(3, struct seccomp_notif_addfd)
+#endif
+#ifndef SECCOMP_ADDFD_FLAG_SEND
+#define SECCOMP_ADDFD_FLAG_SEND (1UL << 1)
+#endif
+#define VALID_OPEN_FLAGS 037777703 /* the kernel's (x86_64 and aarch64) */
+
+/*
+ * open, mkdir, unlink, rmdir and rename in the perform region (perform_ok(): below a directory the sandbox
+ * made at the project's top, in a carved directory, below a tree a rule allows outside the floor): performed
+ * here exactly as the mediator performs them (lib/supervisor/mediator.ts #emulate), never continued — Landlock
+ * does not cover these paths. Each end is read and canonicalised as in_floor_at() does, its directory opened
+ * with openat2 RESOLVE_NO_SYMLINKS from "/" (no symlink on the way, none swapped in later: the fd holds that
+ * directory), and the call made through that fd on the name, never following it: the file acted on is the one
+ * decided on. An open is made with RESOLVE_NO_SYMLINKS too (a symlink there: the mediator follows it and
+ * decides on its target) and handed to the program with ADDFD. Only with the caller's credentials
+ * (same_creds()) and its umask. 1: answered, 0: for the mediator (nothing was done).
+ */
+static int perform_write(struct hp_fast *h, int listener, const struct seccomp_notif *n) {
+	if (h->perform.n == 0 || h->except.bad) return 0;
+	const __u64 *a = n->data.args;
+	pid_t tid = (pid_t)n->pid;
+	enum { P_OPEN, P_MKDIR, P_UNLINK, P_RENAME } kind;
+	int dirfd = AT_FDCWD, dirfd2 = AT_FDCWD, follow = 0;
+	uint64_t path = 0, path2 = 0;
+	unsigned flags = 0, mode = 0;
+	switch (n->data.nr) {
+#ifdef SYS_open
+	case SYS_open:
+		kind = P_OPEN, path = a[0], flags = (unsigned)a[1], mode = (unsigned)a[2];
+		break;
+	case SYS_creat:
+		kind = P_OPEN, path = a[0], flags = O_CREAT | O_WRONLY | O_TRUNC, mode = (unsigned)a[1];
+		break;
+	case SYS_mkdir:
+		kind = P_MKDIR, path = a[0], mode = (unsigned)a[1];
+		break;
+	case SYS_unlink:
+		kind = P_UNLINK, path = a[0];
+		break;
+	case SYS_rmdir:
+		kind = P_UNLINK, path = a[0], flags = AT_REMOVEDIR;
+		break;
+	case SYS_rename:
+		kind = P_RENAME, path = a[0], path2 = a[1];
+		break;
+#endif
+	case SYS_openat:
+		kind = P_OPEN, dirfd = (int)a[0], path = a[1], flags = (unsigned)a[2], mode = (unsigned)a[3];
+		break;
+	case SYS_mkdirat:
+		kind = P_MKDIR, dirfd = (int)a[0], path = a[1], mode = (unsigned)a[2];
+		break;
+	case SYS_unlinkat:
+		if (a[2] & ~(uint64_t)AT_REMOVEDIR) return 0; /* the kernel's EINVAL: the mediator */
+		kind = P_UNLINK, dirfd = (int)a[0], path = a[1], flags = (unsigned)a[2];
+		break;
+#ifdef SYS_renameat
+	case SYS_renameat:
+#endif
+	case SYS_renameat2:
+		if (n->data.nr == SYS_renameat2 && (a[4] & ~(uint64_t)RENAME_NOREPLACE)) return 0;
+		kind = P_RENAME, dirfd = (int)a[0], path = a[1], dirfd2 = (int)a[2], path2 = a[3];
+		if (n->data.nr == SYS_renameat2) flags = (unsigned)a[4];
+		break;
+	default:
+		return 0;
+	}
+	if (kind == P_OPEN) {
+		/* O_TMPFILE, and a mode with S_ISUID/S_ISGID (refused: lib/privileged_bits.ts): the mediator */
+		if ((flags & O_TMPFILE) == O_TMPFILE || ((flags & O_CREAT) && (mode & 06000))) return 0;
+		follow = !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
+	}
+	if (kind == P_MKDIR && (mode & 06000)) return 0; /* the mediator decides what a setgid directory is */
+	unsigned umask = 0;
+	if (!same_creds(tid, kind == P_OPEN || kind == P_MKDIR ? &umask : NULL)) return 0;
+	int dfd = -1, dfd2 = -1, r;
+	char name[256], name2[256];
+	if (in_floor_at(h, tid, dirfd, path, follow, kind == P_OPEN, &dfd, name, IN_PERFORM) != IN_PERFORM) {
+		if (dfd >= 0) close(dfd);
+		return 0;
+	}
+	if (kind == P_RENAME &&
+	    in_floor_at(h, tid, dirfd2, path2, 0, 0, &dfd2, name2, IN_PERFORM) != IN_PERFORM) {
+		close(dfd);
+		if (dfd2 >= 0) close(dfd2);
+		return 0;
+	}
+	/* Act only for a call still waiting: this also proves the thread's id named the caller all along. */
+	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) {
+		close(dfd);
+		if (dfd2 >= 0) close(dfd2);
+		return 1;
+	}
+	int answered = 0;
+	switch (kind) {
+	case P_OPEN: {
+		/*
+		 * As the mediator: never blocking on what the sandbox controls (O_NONBLOCK, cleared again when the program
+		 * did not ask for it); a FIFO without a reader or a leased file (the kernel would make the caller wait)
+		 * goes to the mediator, which waits without blocking. O_NOCTTY always.
+		 */
+		struct open_how how = {
+		    .flags = (flags & VALID_OPEN_FLAGS) | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
+		    .mode = flags & (O_CREAT | O_TMPFILE) ? (mode & 07777 & ~umask) : 0,
+		    .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+		};
+		int fd = (int)syscall(SYS_openat2, dfd, name, &how, sizeof how);
+		int err = fd < 0 ? errno : 0;
+		if (fd < 0 && (err == ELOOP || (!(flags & O_NONBLOCK) && (err == EAGAIN || err == ENXIO)))) {
+			/* a symlink (swapped in since the check), or a call that waits: nothing was done */
+			close(dfd);
+			return 0;
+		}
+		if (fd >= 0 && !(flags & O_NONBLOCK)) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+		if (fd >= 0) {
+			struct seccomp_notif_addfd add = {
+			    .id = n->id,
+			    .flags = SECCOMP_ADDFD_FLAG_SEND,
+			    .srcfd = (unsigned)fd,
+			    .newfd = 0,
+			    .newfd_flags = (flags & O_CLOEXEC) ? O_CLOEXEC : 0,
+			};
+			r = ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add);
+			err = r < 0 ? errno : 0;
+			close(fd);
+			answered = r >= 0 || err == ENOENT; /* ENOENT: the caller is gone */
+		}
+		r = err ? -1 : 0;
+		errno = err;
+		break;
+	}
+	case P_MKDIR:
+		r = mkdirat(dfd, name, mode & 07777 & ~umask);
+		break;
+	case P_UNLINK:
+		r = unlinkat(dfd, name, (int)(flags & AT_REMOVEDIR));
+		break;
+	case P_RENAME:
+		r = (int)syscall(SYS_renameat2, dfd, name, dfd2, name2, flags);
+		break;
+	}
+	int err = r < 0 ? errno : 0;
+	close(dfd);
+	if (dfd2 >= 0) close(dfd2);
+	if (!answered) {
+		struct seccomp_notif_resp resp = {.id = n->id, .val = 0, .error = -err, .flags = 0};
+		ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+	}
 	h->emulated++;
 	rec_answer(h, n, "perform");
 	return 1;
@@ -868,7 +1202,7 @@ static int classify(struct hp_fast *h, const struct seccomp_notif *n) {
 #endif
 		if ((flags & O_CREAT) && (mode & 06000)) return 0;
 		int follow = !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
-		return in_floor_at(h, tid, dirfd, path, follow, 1, NULL, NULL);
+		return in_floor_at(h, tid, dirfd, path, follow, 1, NULL, NULL, IN_FLOOR);
 	}
 #ifdef SYS_mkdir
 	case SYS_mkdir:
@@ -992,7 +1326,7 @@ int hp_fast_serve(void *p, int listener, int wakefd, void *out, int out_size, in
 			h->rec_n = 0;
 			if (h->net_direct && n->data.arch == NATIVE_ARCH && net_fast(h, listener, n)) continue;
 			h->rec_n = 0;
-			if (h->write.n > 0 && n->data.arch == NATIVE_ARCH && meta(h, listener, n)) continue;
+			if ((h->write.n > 0 || h->perform.n > 0) && n->data.arch == NATIVE_ARCH && meta(h, listener, n)) continue;
 			h->rec_n = 0;
 			if ((h->write.n > 0 || h->files.n > 0) && classify(h, n)) {
 				struct seccomp_notif_resp resp = {.id = n->id, .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE};
@@ -1002,6 +1336,8 @@ int hp_fast_serve(void *p, int listener, int wakefd, void *out, int out_size, in
 				rec_answer(h, n, nr == SYS_bind ? "bind" : nr == SYS_chdir || nr == SYS_fchdir ? "cwd" : "continue");
 				continue;
 			}
+			h->rec_n = 0;
+			if (n->data.arch == NATIVE_ARCH && perform_write(h, listener, n)) continue;
 			h->handed++;
 			return 1;
 		}

@@ -11,6 +11,7 @@ import type { PathEntry, Policy } from "../policy/policy.ts";
 import type { FastRoots } from "../../ffi/fastpath.ts";
 import type { PathScope } from "../types.ts";
 import { globDir, scopeCovers } from "../policy/path_scope.ts";
+import type { ProtectedPath } from "../policy/protected_paths.ts";
 
 interface Scope {
   path: string;
@@ -90,12 +91,101 @@ export function fastFileRoots(floor: readonly PathScope[], write: readonly PathE
  */
 export const FAST_LIST_MAX = 512;
 
-/** All three lists for a session's policy and floor. */
-export function fastRootsOf(policy: Policy, floor: readonly PathScope[], mediateExec: boolean): FastRoots {
+/**
+ * Where the fast path may perform a write itself (open, mkdir, unlink, rename, chmod...: helper/fastpath/fastpath.c
+ * perform_ok), as the mediator would: below a directory the sandbox made at the project's top during the
+ * session (`node_modules/`), in a carved directory (lib/plan.ts carveFloor), below a tree a rule allows that
+ * is not in the Landlock floor (`~/.npm/**`). A path is in the region when it lies strictly below one of
+ * `roots` and none of the exceptions touches it:
+ *   - `tree`: the path is at or below one;
+ *   - `exact`: the path is one;
+ *   - `children`: the path's directory is one;
+ *   - and the path is no directory above any exception (a rename or link of a directory that holds one).
+ * There the decision (lib/supervisor/decide.ts writeVerdict) is "allow" and never "floor", so the mediator
+ * would perform the call too, and performing it changes nothing the mediator keeps (its floor, its notices).
+ * Unlike the other lists, the exceptions are complete or the region is empty: a missing one could let the
+ * fast path perform what must ask.
+ */
+export interface PerformRegion {
+  roots: string[];
+  tree: string[];
+  exact: string[];
+  children: string[];
+}
+
+/** What besides the policy and the floor decides a write the mediator performs (its session config). */
+export interface PerformContext {
+  /** lib/protected_paths.ts: these ask where a rule allows. */
+  protected?: readonly ProtectedPath[];
+  /** Read protections (lib/secrets.ts): a rename or link must not carry one elsewhere. */
+  readProtect?: readonly string[];
+  /** Directories whose new entries cannot be read back: the mediator says so once (lib/read_floor.ts). */
+  readCarved?: Iterable<string>;
+}
+
+/** The perform context of a session's config (lib/supervisor/session_config.ts). */
+export function performContext(cfg: {
+  protected?: readonly ProtectedPath[];
+  readProtected?: { protect: readonly string[] };
+  readCarved?: ReadonlyMap<string, unknown>;
+}): PerformContext {
+  return { protected: cfg.protected, readProtect: cfg.readProtected?.protect, readCarved: cfg.readCarved?.keys() };
+}
+
+/** How many exceptions the fast path takes (EXCEPT_MAX in helper/fastpath/fastpath.c). */
+export const FAST_EXCEPT_MAX = 60000;
+
+/**
+ * The perform region (see {@link PerformRegion}). Roots: trees of `allow write` rules without a duration, not
+ * "/", with no deny on the same tree (at equal specificity deny wins; anything deeper is an exception).
+ * Exceptions: every deny rule, every floor entry (there the mediator continues, or it is tainted), every
+ * protected path, every read protection, and the new entries of every read-carved directory.
+ */
+export function fastPerformRegion(
+  write: readonly PathEntry[],
+  floor: readonly PathScope[],
+  ctx: PerformContext,
+): PerformRegion {
+  const none: PerformRegion = { roots: [], tree: [], exact: [], children: [] };
+  const roots: string[] = [];
+  for (const c of write) {
+    if (c.effect !== "allow" || !c.tree || c.glob || c.path === "/" || c.expiresAt !== Infinity) continue;
+    if (write.some((e) => e.effect === "deny" && e.tree && !e.glob && e.path === c.path)) continue;
+    if (!roots.includes(c.path)) roots.push(c.path);
+  }
+  if (roots.length === 0) return none;
+  const tree = new Set<string>(), exact = new Set<string>(), children = new Set<string>();
+  const add = (s: { path: string; kind?: string; tree?: boolean; glob?: boolean }) => {
+    if (s.glob || s.kind === "glob") children.add(globDir(s.path));
+    else if (s.tree || s.kind === "tree") tree.add(s.path);
+    else exact.add(s.path);
+  };
+  for (const e of write) if (e.effect === "deny") add(e);
+  for (const f of floor) add(f);
+  for (const p of ctx.protected ?? []) add(p.scope);
+  for (const p of ctx.readProtect ?? []) tree.add(p);
+  for (const d of ctx.readCarved ?? []) children.add(d);
+  if (tree.size + exact.size + children.size > FAST_EXCEPT_MAX) return none;
+  return {
+    roots: roots.slice(0, FAST_LIST_MAX),
+    tree: [...tree],
+    exact: [...exact],
+    children: [...children],
+  };
+}
+
+/** All the lists for a session's policy and floor. */
+export function fastRootsOf(
+  policy: Policy,
+  floor: readonly PathScope[],
+  mediateExec: boolean,
+  perform?: PerformContext,
+): FastRoots {
   const write = policy.pathEntries("write");
   return {
     write: fastWriteRoots(floor, write).slice(0, FAST_LIST_MAX),
     exec: mediateExec ? fastExecRoots(policy.pathEntries("exec"), write, floor).slice(0, FAST_LIST_MAX) : [],
     files: fastFileRoots(floor, write).slice(0, FAST_LIST_MAX),
+    perform: perform ? fastPerformRegion(write, floor, perform) : undefined,
   };
 }

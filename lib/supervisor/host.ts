@@ -90,7 +90,7 @@ export class SupervisorHost {
       { FastPath, SERVE },
       { NotifyFd },
       { Policy },
-      { fastRootsOf },
+      { fastRootsOf, performContext },
       { lookupInPath },
       { recordContext },
     ] = await Promise.all([
@@ -111,7 +111,7 @@ export class SupervisorHost {
         groups: groupTableOf(cfg.groups),
       });
       recordContext(cfg); // HALLPASS_FASTPATH_RECORD (lib/supervisor/fast_replay.ts)
-      fast.setRoots(fastRootsOf(policy, cfg.floor, cfg.mediate.exec));
+      fast.setRoots(fastRootsOf(policy, cfg.floor, cfg.mediate.exec, performContext(cfg)));
       if (!fast.active) return null;
       // The answer hands the CPU straight to the waiting thread (the Worker sets the same flag).
       new NotifyFd(cfg.listenerFd).trySyncWakeup();

@@ -41,7 +41,7 @@ import {
   type WriteCall,
 } from "../filter/syscall_table.ts";
 import { ProcInfo } from "./proc_info.ts";
-import { fastRootsOf, taintedFloor } from "./fast_roots.ts";
+import { fastRootsOf, performContext, taintedFloor } from "./fast_roots.ts";
 import type { FastRoots } from "../../ffi/fastpath.ts";
 import { type NetKind, NetMediator, type NetOp } from "./connect.ts";
 import { unixAddr } from "../../ffi/unix_socket.ts";
@@ -245,7 +245,7 @@ export class Mediator {
     recordContext({ ...this.#cfg, rules: [...this.policy.rules], floor: [...this.#floor] });
     // With connects not mediated, the fast path performs IP connects and sends (lib/policy/socket_policy.ts).
     return {
-      ...fastRootsOf(this.policy, this.#floor, this.#cfg.mediate.exec),
+      ...fastRootsOf(this.policy, this.#floor, this.#cfg.mediate.exec, performContext(this.#cfg)),
       netDirect: !this.#cfg.mediate.connect,
     };
   }
