@@ -10,7 +10,15 @@ import { Policy } from "../lib/policy/policy.ts";
 import { parseRules } from "../lib/policy/rules_file.ts";
 import type { PathScope, Rule } from "../lib/types.ts";
 import { scopeCovers } from "../lib/policy/path_scope.ts";
-import { fastExecRoots, fastFileRoots, fastWriteRoots, taintedFloor } from "../lib/supervisor/fast_roots.ts";
+import {
+  fastExecRoots,
+  fastFileRoots,
+  fastPerformRegion,
+  fastWriteRoots,
+  taintedFloor,
+} from "../lib/supervisor/fast_roots.ts";
+import { writeVerdict } from "../lib/supervisor/decide.ts";
+import type { ProtectedPath } from "../lib/policy/protected_paths.ts";
 
 const NOW = 1_700_000_000_000;
 const HOME = "/home/me";
@@ -187,4 +195,131 @@ Deno.test("every program below an exec root and every path below a write root is
   }
   assert.equal(subsets, 2 ** ruleLines.length);
   assert.ok(checked > 1000, `only ${checked} checks`);
+});
+
+/**
+ * The perform region (fastPerformRegion, checked as helper/fastpath/fastpath.c perform_ok checks it): every
+ * path in it is decided "allow" — never "floor", "deny" or "ask" — for every kind of call, and no path there
+ * carries a read protection or is new in a read-carved directory. Every combination of a set of rules, with
+ * and without a floor, protected paths and read protections.
+ */
+Deno.test("every path in the perform region is allowed, outside the floor, and nothing the mediator notes", () => {
+  const ruleLines = [
+    "allow write /p/**",
+    "allow write ~/.npm/**",
+    "deny write /p/secret/**",
+    "deny write /p/x.pem",
+    "deny write /p/nm/*.key",
+    "allow write /p/nm/keep/** for 10m",
+    "deny write /p/**",
+    "allow write /p/a",
+    "deny write /p/nm/deep/x/**",
+  ];
+  const parsed = ruleLines.map((l) => rules(l));
+  const floors: PathScope[][] = [
+    [{ kind: "tree", path: "/p/src" }, { kind: "exact", path: "/dev/null" }, {
+      kind: "tree",
+      path: "/p/.git/objects",
+    }],
+    [{ kind: "tree", path: "/p" }],
+    [],
+  ];
+  const prot: ProtectedPath[] = [
+    { scope: { kind: "exact", path: "/p/.git" }, reason: "git" },
+    { scope: { kind: "tree", path: "/p/.git/hooks" }, reason: "git" },
+    { scope: { kind: "exact", path: "/p/.git/config" }, reason: "git" },
+    { scope: { kind: "tree", path: "/p/.hallpass" }, reason: "hallpass" },
+  ];
+  const paths = [
+    "/p/nm",
+    "/p/nm/a",
+    "/p/nm/a/b",
+    "/p/nm/x.key",
+    "/p/nm/keep/a",
+    "/p/nm/deep",
+    "/p/nm/deep/x",
+    "/p/nm/deep/x/y",
+    "/p/secret",
+    "/p/secret/a",
+    "/p/src",
+    "/p/src/a",
+    "/p/.git",
+    "/p/.git/hooks",
+    "/p/.git/hooks/h",
+    "/p/.git/config",
+    "/p/.git/index",
+    "/p/.git/objects/ab",
+    "/p/.hallpass",
+    "/p/.hallpass/rules",
+    "/p/.env",
+    "/p/.env/x",
+    "/p/x.pem",
+    "/p/a",
+    "/p/top",
+    "/home/me/.npm/_cacache/x",
+    "/home/me/.npmrc",
+    "/other/x",
+  ];
+  // helper/fastpath/fastpath.c perform_ok, in TypeScript
+  const inRegion = (r: ReturnType<typeof fastPerformRegion>, p: string) => {
+    if (!r.roots.some((x) => p.startsWith(x + "/"))) return false;
+    const parent = p.slice(0, p.lastIndexOf("/"));
+    if (r.tree.some((t) => p === t || p.startsWith(t + "/"))) return false;
+    if (r.exact.includes(p) || r.children.includes(parent)) return false;
+    return ![...r.tree, ...r.exact, ...r.children].some((e) => e.startsWith(p + "/"));
+  };
+  let inside = 0;
+  for (let mask = 0; mask < 1 << ruleLines.length; mask++) {
+    const subset = parsed.filter((_, i) => mask & (1 << i)).flat();
+    for (const floor of floors) {
+      for (const withProt of [false, true]) {
+        const { p } = setup(subset, floor);
+        const write = p.pathEntries("write");
+        const protectedPaths = withProt ? prot : [];
+        const readProtect = withProt ? ["/p/.env"] : [];
+        const readCarved = withProt ? ["/p"] : [];
+        const region = fastPerformRegion(write, floor, {
+          protected: protectedPaths,
+          readProtect,
+          readCarved,
+        });
+        const ctx = { policy: p, floor, tainted: taintedFloor(floor, write), protected: protectedPaths };
+        for (const path of paths) {
+          if (!inRegion(region, path)) continue;
+          inside++;
+          for (const contents of [true, false]) {
+            for (const names of [false, true]) {
+              assert.equal(
+                writeVerdict(ctx, path, contents, names, NOW),
+                "allow",
+                `${path} (contents=${contents} names=${names}) with rules ${
+                  JSON.stringify(subset.map((r) => r.target))
+                }, floor ${JSON.stringify(floor)}`,
+              );
+            }
+          }
+          assert(
+            !readProtect.some((r) => path === r || path.startsWith(r + "/") || r.startsWith(path + "/")),
+          );
+          assert(!readCarved.includes(path.slice(0, path.lastIndexOf("/"))), path);
+        }
+      }
+    }
+  }
+  assert(inside > 1000, `only ${inside} paths were in a region: the check checked little`);
+});
+
+Deno.test("the perform region of a project carved around .git: below a new top directory, not in the floor", () => {
+  const floor: PathScope[] = [{ kind: "tree", path: "/p/src" }, { kind: "tree", path: "/p/.git/objects" }];
+  const { p } = setup("allow write /p/**", floor);
+  const r = fastPerformRegion(p.pathEntries("write"), floor, {
+    protected: [{ scope: { kind: "tree", path: "/p/.git/hooks" }, reason: "git" }],
+  });
+  assert.deepEqual(r.roots, ["/p"]);
+  assert.deepEqual(r.tree.sort(), ["/p/.git/hooks", "/p/.git/objects", "/p/src"]);
+  // a duration: the region would change when it ends (and the mediator recomputes on every rule change)
+  assert.deepEqual(
+    fastPerformRegion(setup("allow write /q/** for 10m", []).p.pathEntries("write"), [], {}).roots,
+    [],
+  );
 });

@@ -129,7 +129,11 @@ export function performContext(cfg: {
   readProtected?: { protect: readonly string[] };
   readCarved?: ReadonlyMap<string, unknown>;
 }): PerformContext {
-  return { protected: cfg.protected, readProtect: cfg.readProtected?.protect, readCarved: cfg.readCarved?.keys() };
+  return {
+    protected: cfg.protected,
+    readProtect: cfg.readProtected?.protect,
+    readCarved: cfg.readCarved?.keys(),
+  };
 }
 
 /** How many exceptions the fast path takes (EXCEPT_MAX in helper/fastpath/fastpath.c). */
