@@ -10,6 +10,7 @@ const SYMBOLS = {
   hp_fast_free: { parameters: ["pointer"], result: "void" },
   hp_fast_set_list: { parameters: ["pointer", "i32", "buffer", "i32"], result: "i32" },
   hp_fast_set_net: { parameters: ["pointer", "i32"], result: "i32" },
+  hp_fast_take_connecting: { parameters: ["pointer"], result: "i32" },
   hp_fast_stats: { parameters: ["pointer", "buffer"], result: "void" },
   hp_fast_serve: { parameters: ["pointer", "i32", "i32", "buffer", "i32", "i32"], result: "i32" },
   // The same loop on a thread of Deno's pool, for the main thread (which must never block).
@@ -35,7 +36,11 @@ export interface FastRoots {
   perform?: { roots: string[]; tree: string[]; exact: string[]; children: string[] };
 }
 
-export const SERVE = { WAKE: 0, NOTIFICATION: 1, HANGUP: 2, TIMEOUT: 3 } as const;
+/**
+ * What serve() returned. CONNECTING: a blocking connect the fast path started and could not finish at once is in
+ * `notif`; its socket (takeConnecting()) is to be waited on, and the call answered when it completes.
+ */
+export const SERVE = { WAKE: 0, NOTIFICATION: 1, HANGUP: 2, TIMEOUT: 3, CONNECTING: 4 } as const;
 
 export class FastPath {
   readonly #lib: Deno.DynamicLibrary<typeof SYMBOLS>;
@@ -43,14 +48,19 @@ export class FastPath {
   readonly #stats = new BigUint64Array(16);
   #roots = "";
   #active = false;
+  readonly #waits: boolean;
 
-  private constructor(lib: Deno.DynamicLibrary<typeof SYMBOLS>, h: Deno.PointerObject) {
+  private constructor(lib: Deno.DynamicLibrary<typeof SYMBOLS>, h: Deno.PointerObject, waits: boolean) {
     this.#lib = lib;
     this.#h = h;
+    this.#waits = waits;
   }
 
-  /** Loads the library at `path`; null when it cannot be loaded (everything then goes to the mediator). */
-  static open(path: string): FastPath | null {
+  /**
+   * Loads the library at `path`; null when it cannot be loaded (everything then goes to the mediator).
+   * `waits`: the caller takes over blocking connects (SERVE.CONNECTING); without it they go to the mediator.
+   */
+  static open(path: string, waits = false): FastPath | null {
     try {
       const lib = Deno.dlopen(path, SYMBOLS);
       const h = lib.symbols.hp_fast_new();
@@ -58,7 +68,7 @@ export class FastPath {
         lib.close();
         return null;
       }
-      return new FastPath(lib, h);
+      return new FastPath(lib, h, waits);
     } catch {
       return null;
     }
@@ -92,7 +102,7 @@ export class FastPath {
       const none = new Uint8Array(128);
       for (const which of [3, 0, 1, 2, 4]) this.#lib.symbols.hp_fast_set_list(this.#h, which, none, 0);
     }
-    this.#lib.symbols.hp_fast_set_net(this.#h, ok && roots.netDirect ? 1 : 0);
+    this.#lib.symbols.hp_fast_set_net(this.#h, ok && roots.netDirect ? (this.#waits ? 2 : 1) : 0);
     this.#active = ok && [roots.write, roots.exec, roots.files, p?.roots ?? []].some((l) => l.length > 0);
     this.#roots = ok ? key : "";
   }
@@ -124,6 +134,11 @@ export class FastPath {
     size: number,
   ): Promise<number> {
     return this.#lib.symbols.hp_fast_serve_async(this.#h, listenerFd, wakeFd, notif, size, -1);
+  }
+
+  /** The socket of the connect serve() returned SERVE.CONNECTING for (ours to close), or -1. */
+  takeConnecting(): number {
+    return this.#lib.symbols.hp_fast_take_connecting(this.#h);
   }
 
   /**

@@ -46,6 +46,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <arpa/inet.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -132,6 +133,7 @@ struct hp_fast {
 	unsigned long long emulated;
 	unsigned long long refused; /* execs of what is not there or cannot run: the kernel's errno */
 	int net_direct;             /* connects not mediated: IP connects and sends performed here (net_fast) */
+	int connecting;             /* the socket of a connect handed to the mediator (hp_fast_take_connecting) */
 	/*
 	 * HALLPASS_FASTPATH_RECORD=FILE: every answer given here is appended to FILE, one line each, for
 	 * tests/e2e/fast_replay_test.ts to replay through the TypeScript decision (lib/supervisor/fast_replay.ts):
@@ -148,7 +150,7 @@ void *hp_fast_new(void) {
 	struct hp_fast *h = calloc(1, sizeof(struct hp_fast));
 	if (!h) return h;
 	h->except.bad = 1;
-	h->pidfd = h->last_dfd = h->rec_fd = -1;
+	h->pidfd = h->last_dfd = h->rec_fd = h->connecting = -1;
 	const char *rec = getenv("HALLPASS_FASTPATH_RECORD");
 	if (rec && rec[0]) h->rec_fd = open(rec, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	return h;
@@ -267,6 +269,7 @@ void hp_fast_free(void *p) {
 	clear_except(&h->except);
 	if (h->pidfd >= 0) close(h->pidfd);
 	if (h->last_dfd >= 0) close(h->last_dfd);
+	if (h->connecting >= 0) close(h->connecting);
 	if (h->rec_fd >= 0) {
 		/* the record's last line from this handle: what it saw ("S pid continued handed performed refused") */
 		char line[160];
@@ -1235,19 +1238,74 @@ static int classify(struct hp_fast *h, const struct seccomp_notif *n) {
 
 /* ---- IP connects and sends while connects are not mediated ----------------------------------------------- */
 
-/* Set by hp_fast_set_net: connects are not mediated (lib/policy/socket_policy.ts netVerdict says "perform"). */
+/*
+ * Set by hp_fast_set_net: `direct` 1: connects are not mediated (lib/policy/socket_policy.ts netVerdict says
+ * "perform" for every IP destination); 2: also blocking connects, whose socket may be handed to the mediator to
+ * wait on (hp_fast_serve returns 4; the main thread's loop cannot wait, so it passes 1). 0: none.
+ */
 int hp_fast_set_net(void *p, int direct) {
-	((struct hp_fast *)p)->net_direct = direct != 0;
+	((struct hp_fast *)p)->net_direct = direct;
 	return 0;
 }
 
+/* The socket of a blocking connect handed to the mediator to wait on (hp_fast_serve returned 4), or -1. */
+int hp_fast_take_connecting(void *p) {
+	struct hp_fast *h = p;
+	int fd = h->connecting;
+	h->connecting = -1;
+	return fd;
+}
+
+/* Notes an IP destination for the record: "ip4 ADDR PORT" or "ip6 ADDR PORT". */
+static void rec_ip(struct hp_fast *h, const unsigned char *addr, size_t alen) {
+	if (h->rec_fd < 0) return;
+	char text[INET6_ADDRSTRLEN + 32], a[INET6_ADDRSTRLEN];
+	int fam = addr[0] | addr[1] << 8;
+	const void *raw = fam == AF_INET ? (const void *)(addr + 4) : (const void *)(addr + 8);
+	if ((fam == AF_INET && alen < 8) || (fam == AF_INET6 && alen < 24) || (fam != AF_INET && fam != AF_INET6) ||
+	    !inet_ntop(fam, raw, a, sizeof a)) {
+		rec_note(h, "other", 5);
+		return;
+	}
+	int n = snprintf(text, sizeof text, "%s %s %u", fam == AF_INET ? "ip4" : "ip6", a, addr[2] << 8 | addr[3]);
+	rec_note(h, text, (size_t)n);
+}
+
 /*
- * connect, and sendto with an address, on an IPv4/IPv6 socket while network connects are not mediated: what
- * the mediator does (lib/policy/socket_policy.ts netVerdict: "perform"), done here. Performed, never continued, on our
- * copy of the socket with our copy of the address and data: the socket at the fd number or the address in
- * the program's memory may change after the check (a unix socket dup2'ed over the fd), ours do not. Unix,
- * netlink and the rest, a blocking connect, a datagram over 64 KiB, a stream socket's sendto and a send that
- * would block go to the mediator. 1: answered.
+ * A unix socket path that is not there: the errno the kernel gives the program's connect (ENOENT, ENOTDIR),
+ * answered as the mediator does before any decision (glibc tries nscd's socket in every user lookup), or 0.
+ * Resolved as the kernel resolves it for the program — symlinks followed — but never through a magic link
+ * (this process's /proc/self would not be the program's): the deepest directory that exists on the way must
+ * lie outside /proc. No "..": each shorter prefix is a directory the walk went through.
+ */
+static int unix_missing(const char *path) {
+	if (path[0] != '/' || strstr(path, "/..") || strncmp(path, "/proc", 5) == 0 || strlen(path) >= 108) return 0;
+	char canon[PATH_MAX_BYTES];
+	int err = canonical(path, canon, sizeof canon);
+	if (err != ENOENT && err != ENOTDIR) return 0;
+	char prefix[108];
+	strcpy(prefix, path);
+	for (;;) {
+		char *slash = strrchr(prefix, '/');
+		if (!slash || slash == prefix) return err; /* "/" exists: nothing on the way was in /proc */
+		*slash = 0;
+		int e = canonical(prefix, canon, sizeof canon);
+		if (e == 0) return strncmp(canon, "/proc", 5) == 0 && (canon[5] == 0 || canon[5] == '/') ? 0 : err;
+		if (e != ENOENT && e != ENOTDIR) return 0;
+	}
+}
+
+/*
+ * connect, and sendto with an address: what the mediator does, done here, for
+ *   - an IPv4/IPv6 socket while network connects are not mediated (lib/policy/socket_policy.ts netVerdict:
+ *     "perform"). Performed, never continued, on our copy of the socket with our copy of the address and data:
+ *     the socket at the fd number or the address in the program's memory may change after the check (a unix
+ *     socket dup2'ed over the fd), ours do not. A blocking connect is started non-blocking (as the mediator
+ *     does): answered at once when it completed at once (loopback), else its socket is handed to the mediator,
+ *     which answers when it completes (return 2);
+ *   - a unix socket's path that is not there (unix_missing): the kernel's errno, in every mode.
+ * Netlink and the rest, a datagram over 64 KiB, a stream socket's sendto and a send that would block go to
+ * the mediator. 1: answered, 2: answered later by the mediator (h->connecting), 0: for the mediator.
  */
 static int net_fast(struct hp_fast *h, int listener, const struct seccomp_notif *n) {
 	static char data[65536];
@@ -1260,25 +1318,71 @@ static int net_fast(struct hp_fast *h, int listener, const struct seccomp_notif 
 	unsigned flags = is_connect ? 0 : (unsigned)a[3];
 	unsigned char addr[128];
 	if (aptr == 0 || alen < 2 || alen > sizeof addr || len > sizeof data) return 0;
+	if (read_mem((pid_t)n->pid, aptr, addr, alen) < 0) return 0;
+	int afam = addr[0] | addr[1] << 8;
+	int unix_path = afam == AF_UNIX && alen > 2 && addr[2] != 0;
+	if (!unix_path && !h->net_direct) return 0;
 	int copy = remote_fd(h, (pid_t)n->pid, (int)(int32_t)a[0]);
 	if (copy < 0) return 0;
 	int dom = -1, type = -1;
 	socklen_t sl = sizeof dom;
-	int ok = getsockopt(copy, SOL_SOCKET, SO_DOMAIN, &dom, &sl) == 0 && (dom == AF_INET || dom == AF_INET6);
+	int ok = getsockopt(copy, SOL_SOCKET, SO_DOMAIN, &dom, &sl) == 0;
 	sl = sizeof type;
 	ok = ok && getsockopt(copy, SOL_SOCKET, SO_TYPE, &type, &sl) == 0;
-	int nonblock = (fcntl(copy, F_GETFL) & O_NONBLOCK) != 0;
-	ok = ok && read_mem((pid_t)n->pid, aptr, addr, alen) == 0;
-	if (is_connect) ok = ok && nonblock;
+	if (ok && unix_path) {
+		/* A unix socket given a path: only one that is not there is answered here. */
+		char path[109];
+		memcpy(path, addr + 2, alen - 2);
+		path[alen - 2] = 0;
+		int err = dom == AF_UNIX && (is_connect || type == SOCK_DGRAM) ? unix_missing(path) : 0;
+		close(copy);
+		if (!err || ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) return err != 0;
+		struct seccomp_notif_resp resp = {.id = n->id, .error = -err};
+		ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+		char note[120];
+		rec_note(h, note, (size_t)snprintf(note, sizeof note, "unix %s", path));
+		snprintf(note, sizeof note, "errno:%d", err);
+		rec_answer(h, n, note);
+		h->refused++;
+		return 1;
+	}
+	ok = ok && (dom == AF_INET || dom == AF_INET6);
+	int fl = fcntl(copy, F_GETFL);
+	int nonblock = fl >= 0 && (fl & O_NONBLOCK) != 0;
+	if (is_connect) ok = ok && fl >= 0 && (nonblock || h->net_direct >= 2);
 	else ok = ok && type == SOCK_DGRAM && (len == 0 || read_mem((pid_t)n->pid, a[1], data, len) == 0);
 	/* Act only for a call still waiting: this also proves a fresh pidfd named the notifying thread. */
 	if (!ok || ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) {
 		close(copy);
 		return ok;
 	}
+	rec_ip(h, addr, alen);
 	long r;
-	if (is_connect) r = connect(copy, (struct sockaddr *)addr, (socklen_t)alen);
-	else r = sendto(copy, data, len, (int)(flags | MSG_DONTWAIT | MSG_NOSIGNAL), (struct sockaddr *)addr, (socklen_t)alen);
+	if (is_connect) {
+		if (!nonblock) fcntl(copy, F_SETFL, fl | O_NONBLOCK);
+		r = connect(copy, (struct sockaddr *)addr, (socklen_t)alen);
+		int e = errno;
+		if (!nonblock) fcntl(copy, F_SETFL, fl);
+		errno = e;
+		if (!nonblock && r < 0 && e == EINPROGRESS) {
+			struct pollfd pf = {.fd = copy, .events = POLLOUT};
+			if (poll(&pf, 1, 0) != 1) {
+				/* Not yet (a remote host): the mediator answers when it completes (its pending connects). */
+				h->connecting = copy;
+				h->emulated++;
+				rec_answer(h, n, "net");
+				return 2;
+			}
+			int soerr = 0;
+			sl = sizeof soerr;
+			getsockopt(copy, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+			r = soerr ? -1 : 0;
+			errno = soerr;
+		}
+	} else {
+		r = sendto(copy, data, len, (int)(flags | MSG_DONTWAIT | MSG_NOSIGNAL), (struct sockaddr *)addr,
+		           (socklen_t)alen);
+	}
 	int err = r < 0 ? errno : 0;
 	close(copy);
 	if (!is_connect && err == EAGAIN && !nonblock && !(flags & MSG_DONTWAIT)) return 0; /* it would block */
@@ -1324,7 +1428,11 @@ int hp_fast_serve(void *p, int listener, int wakefd, void *out, int out_size, in
 			h->rec_n = 0;
 			if (n->data.arch == NATIVE_ARCH && exec_fast(h, listener, n)) continue;
 			h->rec_n = 0;
-			if (h->net_direct && n->data.arch == NATIVE_ARCH && net_fast(h, listener, n)) continue;
+			if (n->data.arch == NATIVE_ARCH) {
+				int net = net_fast(h, listener, n);
+				if (net == 2) return 4; /* a connect the mediator waits on (hp_fast_take_connecting) */
+				if (net) continue;
+			}
 			h->rec_n = 0;
 			if ((h->write.n > 0 || h->perform.n > 0) && n->data.arch == NATIVE_ARCH && meta(h, listener, n)) continue;
 			h->rec_n = 0;

@@ -495,6 +495,11 @@ export class NetMediator {
     else this.#nfd.fail(n.id, -r);
   }
 
+  /** A blocking connect the fast path started on `fd` (our copy of the socket): answered when it completes. */
+  waitFor(n: Notification, fd: number): void {
+    if (fd >= 0) this.pending.set(fd, { n, fd, since: Date.now() });
+  }
+
   /** A pending connect or send's socket became writable (or failed): finish it. */
   complete(fd: number): void {
     const p = this.pending.get(fd);

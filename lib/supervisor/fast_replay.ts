@@ -9,8 +9,9 @@
  *   C <hallpass pid> <JSON of RecordedContext>
  *   F <hallpass pid> <syscall nr> <answer> <canonical path>...
  *   S <hallpass pid> <continued> <handed to the mediator> <performed> <refused>   (a fast path handle freed)
- * answers: continue, perform (chmod/chown/utimensat done by the fast path), exec (a program run), errno:N (an
- * exec of what is not there or cannot run), net (an IP connect or send performed), bind (a non-unix bind
+ * answers: continue, perform (a write outside the floor, or chmod/chown/utimensat, done by the fast path), exec
+ * (a program run), errno:N (an exec of what is not there or cannot run; a connect to a unix socket path that is
+ * not there: "unix PATH"), net (an IP connect or send performed: "ip4|ip6 ADDR PORT"), bind (a non-unix bind
  * continued), cwd (chdir/fchdir continued).
  *
  * @module
@@ -23,6 +24,8 @@ import type { ProtectedPath } from "../policy/protected_paths.ts";
 import { WRITE_CALLS } from "../filter/syscall_table.ts";
 import { taintedFloor } from "./fast_roots.ts";
 import { execVerdict, inFloor, writeAnswer, type WriteContext, writeVerdict } from "./decide.ts";
+import type { ConnectTarget } from "../policy/connect_dest.ts";
+import { netVerdict } from "../policy/socket_policy.ts";
 
 /** What the fast path's decisions are replayed against: the parts of the session config the decision reads. */
 export interface RecordedContext {
@@ -97,9 +100,19 @@ export function mediatorAnswer(
       return syscall === "chdir" || syscall === "fchdir" ? "cwd" : `${syscall} is not a chdir`;
     case "bind":
       return syscall === "bind" ? "bind" : `${syscall} is not a bind`;
-    case "net":
+    case "net": {
       if (syscall !== "connect" && syscall !== "sendto") return `${syscall} is not a connect or send`;
-      return d.mediate.connect ? "ask (connects are mediated)" : "net";
+      // The destination: "ip4 ADDR PORT", "ip6 ADDR PORT", or "other" (a family the kernel refuses on an IP
+      // socket); performed by the mediator too only when netVerdict says so without a question.
+      const [fam, addr, port] = (paths[0] ?? "").split(" ");
+      const target: ConnectTarget | null = fam === "ip4" || fam === "ip6"
+        ? { family: fam === "ip4" ? "inet" : "inet6", proto: "tcp", addr, port: Number(port) }
+        : fam === "other"
+        ? null
+        : { family: "unix" };
+      const v = netVerdict(target, { mediateConnect: d.mediate.connect, ownSocket: false });
+      return v === "perform" ? "net" : `the rules decide ${paths[0] ?? "(no destination)"}`;
+    }
     case "exec": {
       if (syscall !== "execve") return `${syscall} is not execve`;
       if (!d.mediate.exec) return "exec"; // every exec is continued
@@ -113,6 +126,12 @@ export function mediatorAnswer(
   if (answer.startsWith("errno:")) {
     // Nothing runs: the kernel's own errno for a program that is not there or cannot run.
     const e = Number(answer.slice(6));
+    if (syscall === "connect" || syscall === "sendto") {
+      // A unix socket path that is not there: the kernel's ENOENT/ENOTDIR, before any decision.
+      return (paths[0] ?? "").startsWith("unix /") && [2, 20].includes(e)
+        ? answer
+        : `${syscall} answered ${answer}`;
+    }
     return syscall === "execve" && [2, 13, 20].includes(e) ? answer : `${syscall} answered ${answer}`;
   }
   const call = WRITE_CALLS.find((c) => c.name === syscall);

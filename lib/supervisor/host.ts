@@ -111,7 +111,10 @@ export class SupervisorHost {
         groups: groupTableOf(cfg.groups),
       });
       recordContext(cfg); // HALLPASS_FASTPATH_RECORD (lib/supervisor/fast_replay.ts)
-      fast.setRoots(fastRootsOf(policy, cfg.floor, cfg.mediate.exec, performContext(cfg)));
+      fast.setRoots({
+        ...fastRootsOf(policy, cfg.floor, cfg.mediate.exec, performContext(cfg)),
+        netDirect: !cfg.mediate.connect,
+      });
       if (!fast.active) return null;
       // The answer hands the CPU straight to the waiting thread (the Worker sets the same flag).
       new NotifyFd(cfg.listenerFd).trySyncWakeup();

@@ -99,7 +99,7 @@ async function main(): Promise<void> {
   // The fast path answers writes plainly inside the floor without coming back here (HALLPASS_FAST_PATH=0
   // turns it off, to compare).
   const fast = cfg.fastPath && !cfg.container && Deno.env.get("HALLPASS_FAST_PATH") !== "0"
-    ? FastPath.open(cfg.fastPath)
+    ? FastPath.open(cfg.fastPath, true)
     : null;
   let rootsVersion = -1;
   const notifBuf = new Uint8Array(128);
@@ -137,6 +137,7 @@ async function main(): Promise<void> {
           // Nothing pending, so no message can matter: no wake pipe, it waits in RECV itself.
           const r = fast.serve(cfg.listenerFd, -1, notifBuf, 80, -1);
           if (r === SERVE.NOTIFICATION) handle(m, nfd.decode(notifBuf));
+          else if (r === SERVE.CONNECTING) m.net.waitFor(nfd.decode(notifBuf), fast.takeConnecting());
           else if (r === SERVE.HANGUP) {
             listenerOpen = false;
             dirty = true;
