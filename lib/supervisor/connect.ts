@@ -128,6 +128,16 @@ export function abstractInode(name: string, pid: number): number {
   return -1;
 }
 
+/** The kernel's errno for a path that is not there: ENOTDIR when a name on the way is not a directory. */
+function notThereErrno(path: string): number {
+  try {
+    Deno.lstatSync(path);
+  } catch (e) {
+    if (e instanceof Deno.errors.NotADirectory) return 20;
+  }
+  return 2;
+}
+
 /** Writes a loopback or bound address (IPv4 dotted, `::1`, `::ffff:a.b.c.d`) into a sockaddr_in/in6. */
 function writeAddr(sa: Uint8Array, text: string): void {
   const v4 = (t: string) => t.split(".").map(Number);
@@ -308,9 +318,9 @@ export class NetMediator {
       t.path = r.path;
       if (!pathExists(t.path)) {
         // Nothing listens on a socket that is not there (glibc tries nscd's in every lookup): answered as the
-        // kernel would, without a question.
+        // kernel would, without a question: ENOENT, or ENOTDIR below a file.
         this.release(op);
-        return { kind: "fail", errno: 2 };
+        return { kind: "fail", errno: notThereErrno(t.path) };
       }
       const pfd = view.openPath(t.path);
       if (pfd < 0) {

@@ -73,6 +73,9 @@ export class SupervisorHost {
     });
   }
 
+  /** The socket of a connect the main thread's fast path started, for the Worker to wait on (-1: none). */
+  #firstConnecting = -1;
+
   /** The main thread's fast path call in progress (stopped through the wake pipe). */
   #here: Promise<number> | null = null;
 
@@ -101,7 +104,8 @@ export class SupervisorHost {
       import("../policy/path_lookup.ts"),
       import("./fast_replay.ts"),
     ]);
-    const fast = FastPath.open(cfg.fastPath);
+    // Blocking connects it cannot finish at once are handed to the Worker with the first notification.
+    const fast = FastPath.open(cfg.fastPath, true);
     if (fast === null) return null;
     try {
       const policy = new Policy(cfg.rules, {
@@ -125,6 +129,10 @@ export class SupervisorHost {
         const r = await this.#here;
         this.#here = null;
         if (r === SERVE.NOTIFICATION) return notif;
+        if (r === SERVE.CONNECTING) {
+          this.#firstConnecting = fast.takeConnecting();
+          return notif;
+        }
         if (r === SERVE.HANGUP || r === SERVE.WAKE) return "none";
         if (r !== SERVE.TIMEOUT) return null; // an error: the Worker takes over
       }
@@ -164,7 +172,16 @@ export class SupervisorHost {
       e.preventDefault();
       this.#o.onFatal(e.message);
     };
-    this.#send({ t: "init", config: { ...this.#cfg, wakeFd: this.#wakeR, posted: this.#posted, first } });
+    this.#send({
+      t: "init",
+      config: {
+        ...this.#cfg,
+        wakeFd: this.#wakeR,
+        posted: this.#posted,
+        first,
+        firstConnecting: this.#firstConnecting,
+      },
+    });
     this.#startWatchdog();
   }
 

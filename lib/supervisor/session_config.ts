@@ -62,6 +62,8 @@ export interface SessionConfig {
    * first the Worker handles.
    */
   first?: Uint8Array<ArrayBuffer>;
+  /** `first` is a blocking connect the main thread's fast path started on this socket: wait for it, answer. */
+  firstConnecting?: number;
   /**
    * `hallpass agent`: the sandbox is a container the runtime set up. Paths are looked up inside its root (that
    * of `rootPid`), there is no floor (every allowed write is emulated), and until the first execve on this

@@ -104,7 +104,9 @@ async function main(): Promise<void> {
   let rootsVersion = -1;
   const notifBuf = new Uint8Array(128);
   post({ t: "ready" });
-  if (cfg.first) handle(m, nfd.decode(cfg.first));
+  if (cfg.first && (cfg.firstConnecting ?? -1) >= 0) {
+    m.net.waitFor(nfd.decode(cfg.first), cfg.firstConnecting!);
+  } else if (cfg.first) handle(m, nfd.decode(cfg.first));
   const drain = new Uint8Array(128);
   let listenerOpen = true;
   let stopping = false;
