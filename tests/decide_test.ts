@@ -134,7 +134,11 @@ Deno.test("mediatorAnswer: the fast path's answers, one by one", () => {
     ],
     ["execve", "errno:2", ["/usr/bin/nothere"], "errno:2"],
     ["execve", "errno:1", ["/usr/bin/x"], "execve answered errno:1"],
-    ["connect", "net", [], "ask (connects are mediated)"],
+    ["connect", "net", ["ip4 127.0.0.1 80"], "ask (connects are mediated)"],
+    ["connect", "errno:2", ["unix /run/nscd/socket"], "errno:2"],
+    ["connect", "errno:20", ["unix /etc/passwd/x"], "errno:20"],
+    ["connect", "errno:13", ["unix /run/x"], "connect answered errno:13"],
+    ["connect", "errno:2", ["ip4 127.0.0.1 80"], "connect answered errno:2"],
     ["bind", "bind", [], "bind"],
     ["chdir", "cwd", [], "cwd"],
     ["openat", "cwd", [], "openat is not a chdir"],
@@ -143,7 +147,12 @@ Deno.test("mediatorAnswer: the fast path's answers, one by one", () => {
     assert.equal(mediatorAnswer(c, syscall, answer, paths), want, `${syscall} ${answer} ${paths}`);
   }
   const direct = { ...c, mediate: { exec: false, connect: false } };
-  assert.equal(mediatorAnswer(direct, "connect", "net", []), "net");
+  assert.equal(mediatorAnswer(direct, "connect", "net", ["ip4 127.0.0.1 80"]), "net");
+  assert.equal(mediatorAnswer(direct, "sendto", "net", ["ip6 ::1 53"]), "net");
+  assert.equal(mediatorAnswer(direct, "connect", "net", ["other"]), "net"); // the kernel refuses it on our copy
+  // a unix destination, or none recorded: the rules decide, never the fast path
+  assert.equal(mediatorAnswer(direct, "connect", "net", ["unix /run/x"]), "the rules decide unix /run/x");
+  assert.equal(mediatorAnswer(direct, "connect", "net", []), "the rules decide (no destination)");
   assert.equal(mediatorAnswer(direct, "execve", "exec", ["/usr/bin/rm"]), "exec"); // execs not mediated
 });
 

@@ -138,7 +138,8 @@ struct hp_fast {
 	 * HALLPASS_FASTPATH_RECORD=FILE: every answer given here is appended to FILE, one line each, for
 	 * tests/e2e/fast_replay_test.ts to replay through the TypeScript decision (lib/supervisor/fast_replay.ts):
 	 * "F <hallpass pid> <syscall nr> <answer> <path>[ <path>]" with tabs; answer: continue, perform, exec,
-	 * errno:N, net, bind, cwd; and when the handle is freed, its counters (an "S" line). rec_path holds the
+	 * errno:N, net, bind, cwd; "H <hallpass pid> <syscall nr>" for each call handed to the mediator; and when the
+	 * handle is freed, its counters (an "S" line). rec_path holds the
 	 * canonical paths the current call was decided on.
 	 */
 	int rec_fd;
@@ -1447,6 +1448,12 @@ int hp_fast_serve(void *p, int listener, int wakefd, void *out, int out_size, in
 			h->rec_n = 0;
 			if (n->data.arch == NATIVE_ARCH && perform_write(h, listener, n)) continue;
 			h->handed++;
+			if (h->rec_fd >= 0) {
+				/* what the mediator gets (a test's record: which calls are still its) */
+				char line[64];
+				int len = snprintf(line, sizeof line, "H\t%d\t%d\n", (int)getpid(), (int)n->data.nr);
+				if (len > 0 && write(h->rec_fd, line, (size_t)len) < 0) { /* a test's record */ }
+			}
 			return 1;
 		}
 		if (fds[0].revents & (POLLHUP | POLLERR | POLLNVAL)) return 2;

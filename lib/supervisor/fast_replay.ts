@@ -8,6 +8,7 @@
  * Lines (tab-separated, one write each, several hallpass processes may share the file):
  *   C <hallpass pid> <JSON of RecordedContext>
  *   F <hallpass pid> <syscall nr> <answer> <canonical path>...
+ *   H <hallpass pid> <syscall nr>                 (a call handed to the mediator)
  *   S <hallpass pid> <continued> <handed to the mediator> <performed> <refused>   (a fast path handle freed)
  * answers: continue, perform (a write outside the floor, or chmod/chown/utimensat, done by the fast path), exec
  * (a program run), errno:N (an exec of what is not there or cannot run; a connect to a unix socket path that is
@@ -109,9 +110,11 @@ export function mediatorAnswer(
         ? { family: fam === "ip4" ? "inet" : "inet6", proto: "tcp", addr, port: Number(port) }
         : fam === "other"
         ? null
-        : { family: "unix" };
+        : { family: "unix", path: paths[0]?.startsWith("unix ") ? paths[0].slice(5) : undefined };
       const v = netVerdict(target, { mediateConnect: d.mediate.connect, ownSocket: false });
-      return v === "perform" ? "net" : `the rules decide ${paths[0] ?? "(no destination)"}`;
+      if (v === "perform") return "net";
+      if (target?.family !== "unix" && d.mediate.connect) return "ask (connects are mediated)";
+      return `the rules decide ${paths[0] ?? "(no destination)"}`;
     }
     case "exec": {
       if (syscall !== "execve") return `${syscall} is not execve`;
@@ -154,17 +157,24 @@ export interface ReplayResult {
   disagreements: string[];
   /** How many notifications the fast path saw (its counters, "S" lines): 0 when it never ran. */
   seen: number;
+  /** The calls it handed to the mediator ("H" lines), by name. */
+  handed: Record<string, number>;
 }
 
 /** Replays a record (see the module comment). `nrName`: the native architecture's syscall names by number. */
 export function replay(text: string, nrName: ReadonlyMap<number, string>): ReplayResult {
   const ctx = new Map<string, Decider>();
-  const out: ReplayResult = { answers: 0, byAnswer: {}, disagreements: [], seen: 0 };
+  const out: ReplayResult = { answers: 0, byAnswer: {}, disagreements: [], seen: 0, handed: {} };
   for (const line of text.split("\n")) {
     if (!line) continue;
     const f = line.split("\t");
     if (f[0] === "C") {
       ctx.set(f[1], decider(JSON.parse(f.slice(2).join("\t"))));
+      continue;
+    }
+    if (f[0] === "H" && f.length === 3) {
+      const name = nrName.get(Number(f[2])) ?? `syscall ${f[2]}`;
+      out.handed[name] = (out.handed[name] ?? 0) + 1;
       continue;
     }
     if (f[0] === "S" && f.length === 6) {
