@@ -197,11 +197,13 @@ export class AuditReader {
     if (this.#fd < 0) return [];
     const ev = await pollAsync(this.#fd, 1, /* POLLIN */ timeoutMs);
     if (this.#fd < 0 || ev === 0) return [];
-    return this.#drain();
+    return this.drain();
   }
 
-  #drain(): AuditRecord[] {
+  /** The records already there, without waiting. */
+  drain(): AuditRecord[] {
     const out: AuditRecord[] = [];
+    if (this.#fd < 0) return out;
     const buf = new Uint8Array(16384);
     const from = new Uint8Array(128);
     const fromLen = new Uint8Array(128);

@@ -326,9 +326,9 @@ export class RefusedReadsWatch {
   #stopped = false;
   #marker: string | null = null;
   #markerSeen = false;
-  #loop: Promise<void> | null = null;
   #on: Promise<boolean | number> | null = null;
-  #finishing = false;
+  #say: ((line: string) => void) | null = null;
+  #loop: Promise<void> = Promise.resolve();
   constructor(readonly reader: AuditReader, readonly audit: AuditStatusQuery, input: RefusedInput) {
     this.refused = new RefusedReads(input);
   }
@@ -339,13 +339,21 @@ export class RefusedReadsWatch {
     this.#on.then((on) => {
       if (on !== true) this.#stopped = true; // audit is off: nothing will come
     });
+    this.#say = say;
     this.#loop = (async () => {
-      // Once finishing, short waits: finish() awaits the loop, which would otherwise sit out a last idle 100 ms.
-      while (!this.#stopped) this.#take(await this.reader.next(this.#finishing ? 5 : 100), say);
+      while (!this.#stopped) {
+        const records = await this.reader.next(100);
+        if (!this.#stopped) this.#take(records);
+      }
     })();
   }
 
-  #take(records: { type: number; text: string }[], say: ((line: string) => void) | null): void {
+  /** The socket is closed once the loop's poll in progress returns (not waited for). */
+  #closeAfterLoop(): void {
+    this.#loop.then(() => this.reader.close());
+  }
+
+  #take(records: { type: number; text: string }[]): void {
     const parsed: LandlockRecord[] = [];
     for (const r of records) {
       if (r.type === AUDIT_TRUSTED_APP && this.#marker !== null && r.text.includes(this.#marker)) {
@@ -355,7 +363,7 @@ export class RefusedReadsWatch {
       if (p) parsed.push(p);
     }
     const lines = this.refused.feed(parsed);
-    if (say) lines.forEach(say);
+    if (this.#say) lines.forEach(this.#say);
   }
 
   /**
@@ -363,25 +371,26 @@ export class RefusedReadsWatch {
    * refusals could not be reported (audit turned out to be off), or null.
    */
   async finish(): Promise<{ lines: string[]; unreported: string | null }> {
-    this.#finishing = true;
     const on = await (this.#on ?? this.audit.result(2000));
+    // The loop's last poll (≤ 100 ms) is not waited for: what is left is read here, without waiting.
+    this.#stopped = true;
     if (on !== true) {
-      this.#stopped = true;
-      // Nothing will come: the loop's poll in progress (≤ 100 ms) closes the socket when it returns, unawaited.
-      (this.#loop ?? Promise.resolve()).then(() => this.reader.close());
+      this.#closeAfterLoop();
       return { lines: [], unreported: on === false ? AUDIT_OFF : statusWhy(on) };
     }
     this.#marker = `hallpass: end of session ${crypto.randomUUID()}`;
     const sent = sendAuditMessage(this.#marker) === 0;
     const start = Date.now();
-    const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const wait = (ms: number) => {
+      this.#take(this.reader.drain());
+      return new Promise((r) => setTimeout(r, ms));
+    };
     // Every record queued before the marker has come once it has (≤ 2 s; without a marker, 300 ms).
     while (!this.#markerSeen && Date.now() - start < (sent ? 2000 : 300)) await wait(5);
     // The domain's "deallocated" record (its count of denials) follows its last process shortly.
     while (this.refused.known && !this.refused.ended && Date.now() - start < 1000) await wait(5);
-    this.#stopped = true;
-    await this.#loop;
-    this.reader.close();
+    this.#take(this.reader.drain());
+    this.#closeAfterLoop();
     const out = this.refused.summaryLines();
     const dropped = this.refused.dropped;
     if (dropped) {

@@ -136,14 +136,16 @@ test({
       assertEquals(refusedLines(b.stderr), [
         "hallpass: refused read ~/.ssh/id_rsa: protect ~/.ssh (builtin: SSH keys)",
       ], b.stderr);
-      // Every refusal is counted: listed, or said to be dropped by the kernel (audit's backlog limit, 64 when
-      // no audit daemon sets it, drops records of a burst; the domain's own count tells how many).
+      // Every refusal is accounted for: listed, or said to be dropped by the kernel (audit's backlog limit, 64
+      // when no audit daemon sets it, drops records of a burst; the domain's own count tells how many).
       for (const r of [a, b]) {
         const listed = Number(/\((\d+)×\)/.exec(r.stderr)?.[1] ?? 0);
         const dropped = Number(
           /hallpass: (\d+) more refusal\(s\) in this session were not reported/.exec(r.stderr)?.[1] ?? 0,
         );
-        assert(listed + dropped >= 50, r.stderr);
+        // (When the domain's last record is late, the count is unknown: the summary says some may be missing.)
+        const unknown = r.stderr.includes("hallpass: some refusals in this session may be missing");
+        assert(listed + dropped >= 50 || unknown, r.stderr);
       }
     });
   } finally {
