@@ -4,22 +4,33 @@
  * needs CAP_AUDIT_READ in the initial namespaces, and records exist only while audit is enabled.
  * Docs: kernel Documentation/admin-guide/LSM/landlock.rst (record types), userspace-api/landlock.rst (flags).
  */
-import { close, errno, pollAsync } from "./libc.ts";
+import { close, pollAsync, pollFds, ptrOf, SYS, sys } from "./libc.ts";
 
-const SYMBOLS = {
-  socket: { parameters: ["i32", "i32", "i32"], result: "i32" },
-  bind: { parameters: ["i32", "buffer", "u32"], result: "i32" },
-  sendto: { parameters: ["i32", "buffer", "usize", "i32", "buffer", "u32"], result: "isize" },
-  recvfrom: { parameters: ["i32", "buffer", "usize", "i32", "buffer", "buffer"], result: "isize" },
-  setsockopt: { parameters: ["i32", "i32", "i32", "buffer", "u32"], result: "i32" },
-  poll: { parameters: ["buffer", "u64", "i32"], result: "i32" },
-} as const satisfies Deno.ForeignLibraryInterface;
-
-let lib: Deno.DynamicLibrary<typeof SYMBOLS>["symbols"] | null = null;
-function nl() {
-  if (lib === null) lib = Deno.dlopen("libc.so.6", SYMBOLS).symbols;
-  return lib;
-}
+// Raw system calls through the libc already loaded (a library of its own would cost a dlopen at every start).
+const nl = {
+  socket: (domain: number, type: number, proto: number) => sys(SYS.socket, domain, type, proto),
+  bind: (fd: number, addr: Uint8Array<ArrayBuffer>, len: number) => sys(SYS.bind, fd, ptrOf(addr), len),
+  sendto: (fd: number, msg: Uint8Array<ArrayBuffer>, len: number, addr: Uint8Array<ArrayBuffer>) =>
+    sys(SYS.sendto, fd, ptrOf(msg), len, 0, ptrOf(addr), 12),
+  recvfrom: (
+    fd: number,
+    buf: Uint8Array<ArrayBuffer>,
+    flags: number,
+    from: Uint8Array<ArrayBuffer> | null,
+    fromLen: Uint8Array<ArrayBuffer> | null,
+  ) =>
+    sys(
+      SYS.recvfrom,
+      fd,
+      ptrOf(buf),
+      buf.length,
+      flags,
+      from ? ptrOf(from) : 0,
+      fromLen ? ptrOf(fromLen) : 0,
+    ),
+  setsockopt: (fd: number, level: number, opt: number, val: Uint8Array<ArrayBuffer>) =>
+    sys(SYS.setsockopt, fd, level, opt, ptrOf(val), 4),
+};
 
 const AF_NETLINK = 16;
 const SOCK_RAW = 3;
@@ -62,18 +73,18 @@ export class AuditStatusQuery {
 
   /** Sends the question, or returns -errno. */
   static send(): AuditStatusQuery | number {
-    const fd = nl().socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
-    if (fd < 0) return -errno();
+    const fd = nl.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
+    if (fd < 0) return fd;
     const msg = new Uint8Array(128);
     const v = new DataView(msg.buffer);
     v.setUint32(0, 16, true); // nlmsg_len: the header alone
     v.setUint16(4, AUDIT_GET, true);
     v.setUint16(6, NLM_F_REQUEST, true);
     v.setUint32(8, 1, true); // seq
-    if (Number(nl().sendto(fd, msg, 16n, 0, sockaddrNl(0), 12)) < 0) {
-      const e = errno();
+    const sent = nl.sendto(fd, msg, 16, sockaddrNl(0));
+    if (sent < 0) {
       close(fd);
-      return -e;
+      return sent;
     }
     return new AuditStatusQuery(fd);
   }
@@ -96,13 +107,9 @@ export class AuditStatusQuery {
 
   /** The same, blocking this thread (`hallpass doctor`). */
   resultSync(timeoutMs: number): boolean | number {
-    const pfd = new Uint8Array(128);
-    const pv = new DataView(pfd.buffer);
-    pv.setInt32(0, this.#fd, true);
-    pv.setInt16(4, 1, /* POLLIN */ true);
     try {
       for (let i = 0; i < 4; i++) {
-        if (nl().poll(pfd, 1n, timeoutMs) <= 0) return -110;
+        if (!pollFds([this.#fd], timeoutMs)) return -110;
         const r = this.#read();
         if (r !== null) return r;
       }
@@ -114,7 +121,7 @@ export class AuditStatusQuery {
 
   #read(): boolean | number | null {
     const buf = new Uint8Array(8192);
-    const n = Number(nl().recvfrom(this.#fd, buf, BigInt(buf.length), MSG_DONTWAIT, null, null));
+    const n = nl.recvfrom(this.#fd, buf, MSG_DONTWAIT, null, null);
     if (n < 16) return null;
     const bv = new DataView(buf.buffer);
     const type = bv.getUint16(4, true);
@@ -141,8 +148,8 @@ export const AUDIT_TRUSTED_APP = 1121;
  * order, so once this one comes back on the multicast group, every record queued before it has too.
  */
 export function sendAuditMessage(text: string): number {
-  const fd = nl().socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
-  if (fd < 0) return -errno();
+  const fd = nl.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
+  if (fd < 0) return fd;
   try {
     const body = new TextEncoder().encode(text);
     const len = 16 + body.length + 1;
@@ -152,7 +159,8 @@ export function sendAuditMessage(text: string): number {
     v.setUint16(4, AUDIT_TRUSTED_APP, true);
     v.setUint16(6, NLM_F_REQUEST, true);
     msg.set(body, 16);
-    return Number(nl().sendto(fd, msg, BigInt(len), 0, sockaddrNl(0), 12)) < 0 ? -errno() : 0;
+    const r = nl.sendto(fd, msg, len, sockaddrNl(0));
+    return r < 0 ? r : 0;
   } finally {
     close(fd);
   }
@@ -173,17 +181,17 @@ export class AuditReader {
 
   /** Joins the group, or returns -errno (EPERM without CAP_AUDIT_READ). */
   static open(): AuditReader | number {
-    const fd = nl().socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
-    if (fd < 0) return -errno();
-    if (nl().bind(fd, sockaddrNl(1 << (AUDIT_NLGRP_READLOG - 1)), 12) < 0) {
-      const e = errno();
+    const fd = nl.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
+    if (fd < 0) return fd;
+    const bound = nl.bind(fd, sockaddrNl(1 << (AUDIT_NLGRP_READLOG - 1)), 12);
+    if (bound < 0) {
       close(fd);
-      return -e;
+      return bound;
     }
     // A larger receive buffer (best effort, up to net.core.rmem_max): a burst of denials overflows the default.
     const size = new Uint8Array(128);
     new DataView(size.buffer).setInt32(0, 1 << 20, true);
-    nl().setsockopt(fd, 1, /* SOL_SOCKET */ 8, /* SO_RCVBUF */ size, 4);
+    nl.setsockopt(fd, 1, /* SOL_SOCKET */ 8, /* SO_RCVBUF */ size);
     return new AuditReader(fd);
   }
 
@@ -210,9 +218,9 @@ export class AuditReader {
     const dec = new TextDecoder();
     for (let i = 0; i < 256; i++) {
       new DataView(fromLen.buffer).setUint32(0, 12, true);
-      const n = Number(nl().recvfrom(this.#fd, buf, BigInt(buf.length), MSG_DONTWAIT, from, fromLen));
+      const n = nl.recvfrom(this.#fd, buf, MSG_DONTWAIT, from, fromLen);
       if (n < 0) {
-        const e = errno();
+        const e = -n;
         if (e === ENOBUFS) {
           this.#lost = true;
           continue;

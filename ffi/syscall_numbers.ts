@@ -29,7 +29,12 @@ export type SyscallName =
   | "landlock_create_ruleset"
   | "landlock_add_rule"
   | "landlock_restrict_self"
-  | "fchmodat2";
+  | "fchmodat2"
+  | "socket"
+  | "bind"
+  | "sendto"
+  | "recvfrom"
+  | "setsockopt";
 
 /** Calls numbered alike on every architecture since Linux 5.1 (the unified table). */
 const COMMON = {
@@ -61,6 +66,11 @@ export const SYSCALLS: Record<"x86_64" | "aarch64", Record<SyscallName, number>>
     process_vm_readv: 310,
     seccomp: 317,
     memfd_create: 319,
+    socket: 41,
+    bind: 49,
+    sendto: 44,
+    recvfrom: 45,
+    setsockopt: 54,
     ...COMMON,
   },
   aarch64: {
@@ -80,6 +90,11 @@ export const SYSCALLS: Record<"x86_64" | "aarch64", Record<SyscallName, number>>
     process_vm_readv: 270,
     seccomp: 277,
     memfd_create: 279,
+    socket: 198,
+    bind: 200,
+    sendto: 206,
+    recvfrom: 207,
+    setsockopt: 208,
     ...COMMON,
   },
 };
