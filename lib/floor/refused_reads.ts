@@ -329,6 +329,7 @@ export class RefusedReadsWatch {
   #on: Promise<boolean | number> | null = null;
   #say: ((line: string) => void) | null = null;
   #loop: Promise<void> = Promise.resolve();
+  #done = false;
   constructor(readonly reader: AuditReader, readonly audit: AuditStatusQuery, input: RefusedInput) {
     this.refused = new RefusedReads(input);
   }
@@ -342,18 +343,19 @@ export class RefusedReadsWatch {
     this.#say = say;
     this.#loop = (async () => {
       while (!this.#stopped) {
-        const records = await this.reader.next(100);
-        if (!this.#stopped) this.#take(records);
+        this.#take(await this.reader.next(100));
       }
     })();
   }
 
   /** The socket is closed once the loop's poll in progress returns (not waited for). */
   #closeAfterLoop(): void {
+    this.#done = true;
     this.#loop.then(() => this.reader.close());
   }
 
   #take(records: { type: number; text: string }[]): void {
+    if (this.#done) return; // after the exit summary: too late to say
     const parsed: LandlockRecord[] = [];
     for (const r of records) {
       if (r.type === AUDIT_TRUSTED_APP && this.#marker !== null && r.text.includes(this.#marker)) {
