@@ -111,7 +111,7 @@ build/js/main.js: helper/bundle/bundle.ts $(SOURCES) build/deps.stamp | deno
 # ./hallpass: the compiled single binary where `deno compile` can get its runtime (DENORT_BIN or Deno's
 # download server), otherwise a script that runs the same code with `deno run` (the bundle, or the sources changed since).
 hallpass: build/hallpass-launcher build/libhallpass-fastpath.so build/libhallpass-relay.so build/filter.bpf build/deps.stamp $(DENO) $(SOURCES) build/js/main.js helper/bundle/hallpass.sh.in deno.json runtime.lock
-	@if timeout 120 $(DENO) compile --quiet --allow-all $(RUNTIME_LOCK) --v8-flags=$(V8_FLAGS) --include build/hallpass-launcher --include build/libhallpass-fastpath.so --include build/libhallpass-relay.so --include build/filter.bpf --include build/filter-connect.bpf --include lib/supervisor/worker.ts $(addprefix --include ,$(LAZY_MODULES)) -o build/hallpass-compiled main.ts >build/compile.log 2>&1 \
+	@if timeout 120 $(DENO) compile --quiet --allow-all $(RUNTIME_LOCK) --v8-flags=$(V8_FLAGS) --include build/hallpass-launcher --include build/libhallpass-fastpath.so --include build/libhallpass-relay.so --include build/filter.bpf --include build/filter-connect.bpf --include build/syscall-numbers.json --include lib/supervisor/worker.ts $(addprefix --include ,$(LAZY_MODULES)) -o build/hallpass-compiled main.ts >build/compile.log 2>&1 \
 	    && ! build/hallpass-compiled --version 2>&1 | grep -q '^deno '; then \
 	  cp build/hallpass-compiled hallpass; echo "make: ./hallpass is the compiled binary (deno compile)"; \
 	else \
