@@ -2,12 +2,13 @@
  * `make` bundles hallpass for the ./hallpass script (docs/performance.md): `deno run` of ~50 modules costs
  * more start-up than of a few bundled ones, and V8's code cache then holds a few entries. In build/js/:
  *   main.js + one shared chunk   main.ts and everything it imports statically (the start-up path)
- *   lazy.js                      what main.ts loads through lib/util/lazy_import.ts (subcommands, the terminal
- *                                with @xterm/headless, the ask program), loaded only when used; it shares
- *                                the chunk, so every module exists once (a class is one class for instanceof)
+ *   lazy.js                      what main.ts loads through lib/util/lazy_import.ts (subcommands, the
+ *                                terminal with @xterm/headless, the ask program), loaded only when used; it
+ *                                shares the chunk: every module exists once (a class is one class for
+ *                                instanceof)
  *   worker.js                    the supervisor Worker (lib/supervisor/worker.ts), on its own
  *
- * The sources are copied to build/bundle-src/ and rewritten there, then bundled with `deno bundle`:
+ * The sources are copied to build/bundle-src/ (removed after), rewritten, and bundled with `deno bundle`:
  *   - `lazyImport<…>(new URL("./x.ts", import.meta.url))` → the module's exports from lazy.js;
  *   - a literal `import("./x.ts")` → a static import (the bundler would split the output at each);
  *   - `new Worker(new URL("./worker.ts", …))` → worker.js;
@@ -43,9 +44,9 @@ function resolveRel(rel: string, spec: string): string {
 }
 
 /**
- * A literal `import("./x.ts")` (a value, not a type's `import("./x.ts").T`) made static: a namespace import at
- * the top and `Promise.resolve(namespace)` in its place, so that the bundler keeps every module in one output
- * instead of splitting at each (they are evaluated at load, which costs their top level only).
+ * A literal `import("./x.ts")` (a value, not a type's `import("./x.ts").T`) made static: a namespace import
+ * at the top and `Promise.resolve(namespace)` in its place, so that the bundler keeps every module in one
+ * output instead of splitting at each (they are evaluated at load, which costs their top level only).
  */
 function hoistDynamicImports(text: string): string {
   const hoisted: string[] = [];
@@ -106,15 +107,19 @@ function bundle(args: string[]) {
 }
 
 if (import.meta.main) {
+  // Built beside build/js and moved there when complete; the rewritten copy is removed after.
   const out = `${rootPath}build/js`;
+  const next = `${out}.new`;
   const src = `${rootPath}build/bundle-src`;
-  for (const d of [src, out]) {
+  const remove = (d: string) => {
     try {
       Deno.removeSync(d, { recursive: true });
     } catch {
-      // first build
+      // not there
     }
-  }
+  };
+  remove(src);
+  remove(next);
   const lazy = new Set<string>();
   copyFile("main.ts", src, lazy);
   copyTree("lib", src, lazy);
@@ -123,6 +128,9 @@ if (import.meta.main) {
     `${src}/lazy.ts`,
     [...lazy].sort().map((m) => `export * as ${lazyName(m)} from "./${m}";\n`).join(""),
   );
-  bundle(["--code-splitting", "--outdir", out, `${src}/main.ts`, `${src}/lazy.ts`]);
-  bundle(["-o", `${out}/worker.js`, `${src}/lib/supervisor/worker.ts`]);
+  bundle(["--code-splitting", "--outdir", next, `${src}/main.ts`, `${src}/lazy.ts`]);
+  bundle(["-o", `${next}/worker.js`, `${src}/lib/supervisor/worker.ts`]);
+  remove(out);
+  Deno.renameSync(next, out);
+  remove(src);
 }
