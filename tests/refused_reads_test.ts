@@ -64,6 +64,7 @@ Deno.test("parse: access and domain records; hex paths; other types and malforme
     domain: "ab",
     status: "allocated",
     pid: 42,
+    exe: "/x",
     denials: undefined,
   });
   const freed = parseLandlockRecord(1424, "audit(1.2:9): domain=ab status=deallocated denials=7");
@@ -92,6 +93,28 @@ Deno.test("only this session's domain: learned from the command's pid, records h
   assert.equal(r.ended, false);
   r.feed([parseLandlockRecord(1424, "audit(1.2:9): domain=ab status=deallocated denials=3")!]);
   assert.equal(r.ended, true);
+});
+
+Deno.test("a domain made by the command's pid but another program (the command's own sandbox) is not ours", () => {
+  const r = new RefusedReads({ ...input(), launcher: "/opt/hallpass/hallpass-launcher" });
+  r.commandPid = 42;
+  const made = (domain: string, exe: string) =>
+    parseLandlockRecord(
+      1424,
+      `audit(1.2:2): domain=${domain} status=allocated mode=enforcing pid=42 uid=0 exe="${exe}" comm="x"`,
+    )!;
+  // The command's own domain logs first: not taken for the session's.
+  assert.deepEqual(r.feed([access("cd", "/etc/hostname"), made("cd", "/usr/bin/python3")]), []);
+  assert.equal(r.known, false);
+  assert.deepEqual(
+    r.feed([access("ab", `${HOME}/.ssh/id_rsa`), made("ab", "/opt/hallpass/hallpass-launcher")]),
+    [
+      "hallpass: refused read ~/.ssh/id_rsa: protect ~/.ssh (builtin: SSH keys)",
+    ],
+  );
+  // exe in hex (a path with a space).
+  const hex = parseLandlockRecord(1424, "audit(1.2:2): domain=ab status=allocated pid=42 exe=2F6120622F6C");
+  assert.equal(hex?.kind === "domain" && hex.exe, "/a b/l");
 });
 
 Deno.test("which refusals are said: reads only, of protected or carved paths, once per path; the rest ignored", () => {

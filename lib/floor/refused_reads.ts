@@ -34,7 +34,16 @@ const MAX_LISTED = 20;
 
 export type LandlockRecord =
   | { kind: "access"; serial: string; domain: string; blockers: string[]; path?: string }
-  | { kind: "domain"; serial: string; domain: string; status: string; pid?: number; denials?: number };
+  | {
+    kind: "domain";
+    serial: string;
+    domain: string;
+    status: string;
+    pid?: number;
+    /** The program of the process that made the domain, when it made it. */
+    exe?: string;
+    denials?: number;
+  };
 
 /**
  * An audit field's value: `"text"`; a string field (`text`) is hex when it has spaces, quotes or control
@@ -57,7 +66,7 @@ export function parseLandlockRecord(type: number, text: string): LandlockRecord 
   if (!head) return null;
   const f = new Map<string, string>();
   for (const m of text.slice(head[0].length).matchAll(/(\w+)=("[^"]*"|\S+)/g)) {
-    if (!f.has(m[1])) f.set(m[1], fieldValue(m[2], m[1] === "path"));
+    if (!f.has(m[1])) f.set(m[1], fieldValue(m[2], m[1] === "path" || m[1] === "exe"));
   }
   const domain = f.get("domain");
   if (!domain || !/^[0-9a-f]+$/.test(domain)) return null;
@@ -78,6 +87,7 @@ export function parseLandlockRecord(type: number, text: string): LandlockRecord 
     domain,
     status: f.get("status") ?? "",
     pid: num("pid"),
+    exe: f.get("exe"),
     denials: num("denials"),
   };
 }
@@ -90,6 +100,12 @@ export interface RefusedInput {
   /** Carved directories (no read rule for what is made in them during the run). */
   carved: ReadonlySet<string>;
   home: string;
+  /**
+   * The launcher's program (resolved): the domain's DOMAIN record names it, as the launcher's child made the
+   * domain before it ran the command. A program the command runs under the same pid that makes a Landlock
+   * domain of its own is another program, so its domain cannot pass for the session's (and hide its refusals).
+   */
+  launcher?: string;
 }
 
 interface Refusal {
@@ -146,7 +162,9 @@ export class RefusedReads {
     const out: string[] = [];
     for (const r of records) {
       if (r.kind === "domain") {
-        if (r.status === "allocated" && this.#domain === null && this.#pid !== 0 && r.pid === this.#pid) {
+        const ours = r.pid === this.#pid &&
+          (this.input.launcher === undefined || r.exe === this.input.launcher);
+        if (r.status === "allocated" && this.#domain === null && this.#pid !== 0 && ours) {
           this.#domain = r.domain;
           const held = this.#pending.get(r.domain) ?? [];
           this.#pending.clear();
@@ -414,6 +432,7 @@ export function refusedInput(
   carved: Iterable<string>,
   resolve: (p: string) => string,
   home: string,
+  launcher?: string,
 ): RefusedInput {
   const protect: RefusedInput["protect"] = [];
   for (const p of reads.protect) {
@@ -422,5 +441,5 @@ export function refusedInput(
     if (real !== p.path) protect.push({ path: real, protection: p });
   }
   const readable = reads.readable.flatMap((r) => [r.path, resolve(r.path)]);
-  return { protect, readable, carved: new Set(carved), home };
+  return { protect, readable, carved: new Set(carved), home, launcher };
 }

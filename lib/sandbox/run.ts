@@ -293,7 +293,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     ? new RefusedReadsWatch(
       reporting.reader,
       reporting.audit,
-      refusedInput(plan.reads, reads.before.keys(), resolve, plan.home),
+      refusedInput(plan.reads, reads.before.keys(), resolve, plan.home, Deno.realPathSync(launcherPath())),
     )
     : null;
   const bpf = await filterFd(opts);

@@ -5,7 +5,8 @@
  * turns audit on for its run and restores it: the machine boots with it off), after two controls: the key is
  * readable bare, and a bare Landlock denial logged after an exec reaches the audit group (helper
  * audit_switch). Two sessions at once each name only their own refusal (the domain is told apart by the
- * command's pid). Where the kernel does not report (audit off; an unprivileged user: run as hallpass-test by
+ * command's pid, and the launcher's program: a domain the command makes itself under the same pid is not the
+ * session's). Where the kernel does not report (audit off; an unprivileged user: run as hallpass-test by
  * tests/run_all.sh), a failed command's exit line says why, and no line claims anything.
  */
 import { deepStrictEqual as assertEquals, match as assertMatch, ok as assert } from "node:assert/strict";
@@ -147,6 +148,40 @@ test({
         const unknown = r.stderr.includes("hallpass: some refusals in this session may be missing");
         assert(listed + dropped >= 50 || unknown, r.stderr);
       }
+    });
+  } finally {
+    await s.cleanup();
+  }
+});
+
+test({
+  name:
+    "root, audit on: a Landlock domain the command makes itself (same pid) does not pass for the session's",
+  ignore: [root, abi7, tool("gcc")],
+}, async () => {
+  const s = await scratchHome();
+  try {
+    const nested = await compileHelper("nested_landlock");
+    const key = `${s.home}/.ssh/id_ed25519`;
+    // Control: bare, its own domain refuses /etc/hostname and lets it read the key.
+    const b = await bare([nested, s.home, "/etc/hostname", key]);
+    assertEquals(b.stdout, "DENIED: Permission denied\nKEY: ok\n", b.stderr);
+    await withAudit(async () => {
+      // In place of the shell (exec: the command's pid), its domain's first record names the command's pid.
+      const r = await hallpass([
+        "--no-ask",
+        "--allow-exec",
+        nested,
+        "--",
+        "sh",
+        "-c",
+        `exec ${nested} ${s.home} /etc/hostname ${key}`,
+      ], { cwd: s.project, env: s.env });
+      assertEquals(r.stdout, "DENIED: Permission denied\nKEY: Permission denied\n", r.stderr);
+      // The key's refusal (by the session's domain) is said; the program's own refusal is not the session's.
+      assertEquals(refusedLines(r.stderr), [
+        "hallpass: refused read ~/.ssh/id_ed25519: protect ~/.ssh (builtin: SSH keys)",
+      ], r.stderr);
     });
   } finally {
     await s.cleanup();
