@@ -5,6 +5,7 @@
 import { deepStrictEqual, ok as assert } from "node:assert/strict";
 import { encodeRequest, type RequestInput } from "../lib/policy/request_protocol.ts";
 import { probe, test, tool } from "./helpers/skip.ts";
+import { prng } from "./helpers/prng.ts";
 
 const assertEquals = <T>(actual: T, expected: T, msg?: string) =>
   deepStrictEqual(actual, expected, msg as string);
@@ -348,17 +349,6 @@ Deno.test("arguments that are not UTF-8: exit 6 and one valid UTF-8 line", async
 });
 
 // ---------------------------------------------------------------- fuzz of the argument parser
-
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 Deno.test("fuzz: random argv (400 seeded runs): no crash, exit 2/6/8, one stderr line", async () => {
   const rand = prng(0xfeed);

@@ -21,6 +21,7 @@ import {
   REQUEST_VERBS,
   type RequestInput,
 } from "../lib/policy/request_protocol.ts";
+import { prng } from "./helpers/prng.ts";
 
 function ok(path: string): DecodedRequest {
   const r = decodeRequest(path);
@@ -165,18 +166,6 @@ Deno.test("corpus: tests/fixtures/request_corpus.txt", async () => {
 });
 
 // ---------------------------------------------------------------- fuzz
-
-/** mulberry32: a small seeded PRNG, so failures reproduce. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const PIECES = [
   "/",

@@ -15,6 +15,7 @@ import { parsePathScope, scopeCovers } from "../policy/path_scope.ts";
 import { lookupInPath } from "../policy/path_lookup.ts";
 import type { Plan } from "../sandbox/plan.ts";
 import type { PathScope } from "../types.ts";
+import { exists } from "../util/exists.ts";
 
 export interface ExecFloorEntry {
   kind: "tree" | "exact";
@@ -72,15 +73,6 @@ export function execFloor(plan: Plan): ExecFloorEntry[] {
   const request = lookup("hallpass-request");
   if (request !== null && request.startsWith("/")) add({ kind: "exact", path: request });
   return out;
-}
-
-function exists(p: string): boolean {
-  try {
-    Deno.statSync(p);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** The `#!` interpreter of a file, or null. */

@@ -25,6 +25,7 @@ import type { Rule } from "../types.ts";
 import { UsageError } from "../types.ts";
 import { parsePathScope, scopeCovers } from "./path_scope.ts";
 import { quoteTarget } from "./rules_file.ts";
+import { exists } from "../util/exists.ts";
 
 /** One rule of a recipe: a scope in the notation below, and why the agent needs it (shown by `--agents`). */
 export interface RecipeRule {
@@ -246,15 +247,6 @@ export function formatRecipes(opts: RecipeContext): string[] {
     "--agent NAME adds these rules; the same lines in ~/.config/hallpass/rules work too (docs/agents.md).",
   );
   return lines;
-}
-
-function exists(p: string): boolean {
-  try {
-    Deno.statSync(p);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**

@@ -4,7 +4,7 @@
  * /proc/self/cwd and /dev/fd names. The host file system is checked after each run.
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { askProgram, compileHelper, exists, hallpass, readQuestions, scratch } from "./harness.ts";
+import { compileHelper, exists, hallpass, readQuestions, scratch, scratchAsker } from "./harness.ts";
 import { engine } from "./engine.ts";
 
 // Every test runs with the C fast path and with the mediator alone (HALLPASS_FAST_PATH=0); each hallpass run
@@ -74,8 +74,7 @@ for (const [E, fast] of ENGINES) {
       assert(r.stderr.includes(`hallpass: denied write ${s.outside}/target by sh`), r.stderr);
       assert(r.stderr.includes(`hallpass: denied write ${s.outside}/f by sh`), r.stderr);
 
-      const log = `${s.outside}/../q.jsonl`;
-      const ask = await askProgram(`${s.outside}/..`, "once", log);
+      const { ask, log } = await scratchAsker(s, "once");
       const e2 = await engine(fast, "symlink once");
       const r2 = await hallpass(["--ask-program", ask, "--", "sh", "-c", "echo allowed > link"], {
         cwd: s.project,

@@ -5,6 +5,7 @@
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { podQuestion, startService } from "./answer_fixture.ts";
 import { HALLPASS_ARGV } from "./harness.ts";
+import { Lines } from "../helpers/lines.ts";
 
 const TOKEN = "bot-0123456789abcdefXYZ";
 
@@ -26,20 +27,11 @@ Deno.test("hallpass answer --json: two agents' questions as lines; answers by id
     stdout: "piped",
     stderr: "piped",
   }).spawn();
-  const lines = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let buf = "";
+  const lines = new Lines(child.stdout);
   const next = async (): Promise<Record<string, unknown>> => {
-    for (;;) {
-      const nl = buf.indexOf("\n");
-      if (nl >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        return JSON.parse(line);
-      }
-      const { value, done } = await lines.read();
-      if (done) throw new Error("hallpass answer --json ended");
-      buf += value;
-    }
+    const line = await lines.next();
+    if (line === null) throw new Error("hallpass answer --json ended");
+    return JSON.parse(line);
   };
   const w = child.stdin.getWriter();
   const say = (line: string) => w.write(new TextEncoder().encode(line + "\n"));
@@ -84,7 +76,7 @@ Deno.test("hallpass answer --json: two agents' questions as lines; answers by id
       child.kill();
     } catch { /* ended */ }
     await child.status;
-    await lines.cancel().catch(() => {});
+    await lines.cancel();
     await child.stderr.cancel().catch(() => {});
     await a.close();
     await b.close();

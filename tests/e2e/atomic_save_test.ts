@@ -6,7 +6,7 @@
  * content.
  */
 import { deepStrictEqual as assertEquals } from "node:assert/strict";
-import { askProgram, hallpass, readQuestions, scratch } from "./harness.ts";
+import { hallpass, readQuestions, scratch, scratchAsker } from "./harness.ts";
 import { siblingScope, tempSiblingBase } from "../../lib/policy/atomic_save.ts";
 
 Deno.test("atomic save: NAME.tmp.PID then rename over NAME is one question, scoped NAME*", async () => {
@@ -14,8 +14,7 @@ Deno.test("atomic save: NAME.tmp.PID then rename over NAME is one question, scop
   try {
     const name = `${s.outside}/settings.json`;
     await Deno.writeTextFile(name, "old");
-    const log = `${s.outside}/../q.jsonl`;
-    const ask = await askProgram(`${s.outside}/..`, "for 1m", log); // [t] with the suggested scope
+    const { ask, log } = await scratchAsker(s, "for 1m"); // [t] with the suggested scope
     const r = await hallpass([
       "--ask-program",
       ask,
@@ -42,8 +41,7 @@ Deno.test("atomic save: a rename of a temporary sibling over NAME asks about NAM
     const name = `${s.outside}/notes.txt`;
     await Deno.writeTextFile(name, "old");
     await Deno.writeTextFile(`${s.project}/x`, "");
-    const log = `${s.outside}/../q.jsonl`;
-    const ask = await askProgram(`${s.outside}/..`, "once", log);
+    const { ask, log } = await scratchAsker(s, "once");
     const r = await hallpass([
       "--ask-program",
       ask,

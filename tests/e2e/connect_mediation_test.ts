@@ -8,6 +8,7 @@
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { askProgram, hallpass, readQuestions, type Result, scratch } from "./harness.ts";
 import { probe, step, test, tool } from "../helpers/skip.ts";
+import { Lines } from "../helpers/lines.ts";
 
 const ENV = { PATH: "/usr/local/bin:/usr/bin:/bin", LANG: "C" };
 const PY = "/usr/bin/python3";
@@ -77,14 +78,8 @@ async function servers(): Promise<Servers> {
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let text = "";
-  while (!text.includes("\n")) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error("server did not start");
-    text += value;
-  }
-  const ports = JSON.parse(text.split("\n")[0]);
+  const out = new Lines(child.stdout);
+  const ports = JSON.parse(await out.first("server"));
   return {
     ...ports,
     unix: `${dir}/srv.sock`,
@@ -96,8 +91,7 @@ async function servers(): Promise<Servers> {
         child.kill("SIGKILL");
       } catch { /* gone */ }
       await child.status;
-      reader.releaseLock();
-      await child.stdout.cancel().catch(() => {});
+      await out.cancel();
       await Deno.remove(dir, { recursive: true });
     },
   };

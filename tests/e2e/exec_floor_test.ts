@@ -6,10 +6,10 @@
  * `deny`: with a person or an ask program there is no floor), where the race wins.
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
+import { compileSources } from "../helpers/compile.ts";
 import { askProgram, hallpass, type Result, scratch } from "./harness.ts";
 
 const ENV = { PATH: "/usr/local/bin:/usr/bin:/bin", LANG: "C" };
-const dec = new TextDecoder();
 
 const SOURCES: Record<string, string> = {
   // The refused program: one line in evil.log (in its working directory, the project) per run.
@@ -68,23 +68,7 @@ int main(int argc, char **argv) {
 }`,
 };
 
-let binDir: Promise<string> | null = null;
-function bins(): Promise<string> {
-  binDir ??= (async () => {
-    const dir = await Deno.makeTempDir({ prefix: "hallpass-floor-bins-" });
-    await Deno.chmod(dir, 0o755);
-    for (const [name, src] of Object.entries(SOURCES)) {
-      await Deno.writeTextFile(`${dir}/${name}.c`, src);
-      const r = await new Deno.Command("gcc", {
-        args: ["-O1", "-pthread", "-o", `${dir}/${name}`, `${dir}/${name}.c`],
-        stderr: "piped",
-      }).output();
-      if (r.code !== 0) throw new Error(`gcc ${name}: ${dec.decode(r.stderr)}`);
-    }
-    return dir;
-  })();
-  return binDir;
-}
+const bins = () => compileSources(SOURCES, "hallpass-floor-bins-");
 
 function hp(args: string[], cwd: string): Promise<Result> {
   return hallpass(args, { cwd, env: ENV, timeoutMs: 120_000 });

@@ -5,13 +5,14 @@
  * matters, with an ask program that answers and records the questions.
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
+import { compileSources } from "../helpers/compile.ts";
 import { askProgram, hallpass, readQuestions, type Result, scratch } from "./harness.ts";
 import { test } from "../helpers/skip.ts";
 
 const ENV = { PATH: "/usr/local/bin:/usr/bin:/bin", LANG: "C" };
 const dec = new TextDecoder();
 
-/** C sources compiled once per test process (tests/helpers belongs to others). */
+/** C sources compiled once per test process (tests/helpers/compile.ts). */
 const SOURCES: Record<string, string> = {
   evil: `int main(void) { return 66; }`,
   memfd: `#define _GNU_SOURCE
@@ -80,24 +81,7 @@ int main(int argc, char **argv) {
 }`,
 };
 
-let binDir: Promise<string> | null = null;
-/** Compiles SOURCES into a world-readable temp dir (once) and returns its path. */
-function bins(): Promise<string> {
-  binDir ??= (async () => {
-    const dir = await Deno.makeTempDir({ prefix: "hallpass-exec-bins-" });
-    await Deno.chmod(dir, 0o755);
-    for (const [name, src] of Object.entries(SOURCES)) {
-      await Deno.writeTextFile(`${dir}/${name}.c`, src);
-      const r = await new Deno.Command("gcc", {
-        args: ["-O1", "-pthread", "-o", `${dir}/${name}`, `${dir}/${name}.c`],
-        stderr: "piped",
-      }).output();
-      if (r.code !== 0) throw new Error(`gcc ${name}: ${dec.decode(r.stderr)}`);
-    }
-    return dir;
-  })();
-  return binDir;
-}
+const bins = () => compileSources(SOURCES, "hallpass-exec-bins-");
 
 function hp(args: string[], cwd: string): Promise<Result> {
   return hallpass(args, { cwd, env: ENV });

@@ -15,6 +15,7 @@ import { DENO, hallpass, isRoot, ROOT, scratch } from "./harness.ts";
 import { test, tool } from "../helpers/skip.ts";
 import type { ReplayResult } from "../../lib/supervisor/fast_replay.ts";
 import { assertAgrees, replayFile } from "./engine.ts";
+import { GIT_ENV } from "../helpers/git.ts";
 
 const LIB = `${ROOT}/build/libhallpass-fastpath.so`;
 const lib = (() => {
@@ -44,14 +45,7 @@ interface Workload {
   performs?: boolean;
 }
 
-const ENV = {
-  PATH: "/usr/local/bin:/usr/bin:/bin",
-  LANG: "C",
-  GIT_AUTHOR_NAME: "T",
-  GIT_AUTHOR_EMAIL: "t@example.com",
-  GIT_COMMITTER_NAME: "T",
-  GIT_COMMITTER_EMAIL: "t@example.com",
-};
+const ENV = GIT_ENV;
 
 const WORKLOADS: Workload[] = [
   {

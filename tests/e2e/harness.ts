@@ -4,6 +4,8 @@
  * The same tests run as root and as an unprivileged user (tests/run_all.sh runs this folder again with
  * `runuser -u hallpass-test`). Nothing here mocks the kernel.
  */
+import { gcc, sharedTempDir } from "../helpers/compile.ts";
+
 export const ROOT = new URL("../../", import.meta.url).pathname.replace(/\/$/, "");
 export const DENO = Deno.execPath();
 /**
@@ -96,6 +98,15 @@ export async function askProgram(
   return p;
 }
 
+/** An ask program beside a scratch project (tests/e2e/harness.ts scratch()) and the log of its questions. */
+export async function scratchAsker(
+  s: { outside: string },
+  answer: string,
+): Promise<{ ask: string; log: string }> {
+  const log = `${s.outside}/../q.jsonl`;
+  return { ask: await askProgram(`${s.outside}/..`, answer, log), log };
+}
+
 export async function readQuestions(log: string): Promise<Record<string, unknown>[]> {
   try {
     return (await Deno.readTextFile(log)).trim().split("\n").filter(Boolean).map((l) => JSON.parse(l));
@@ -128,15 +139,8 @@ export function compileHelper(name: string, flags: string[] = []): Promise<strin
   let p = helperCache.get(key);
   if (!p) {
     p = (async () => {
-      const dir = await Deno.makeTempDir({ prefix: "hallpass-helper-" });
-      await Deno.chmod(dir, 0o755);
-      const out = `${dir}/${name}`;
-      const r = await new Deno.Command("gcc", {
-        args: ["-O1", "-Wall", "-o", out, `${ROOT}/tests/helpers/${name}.c`, ...flags],
-        stdout: "piped",
-        stderr: "piped",
-      }).output();
-      if (r.code !== 0) throw new Error(`gcc ${name}.c failed:\n${dec.decode(r.stderr)}`);
+      const out = `${await sharedTempDir("hallpass-helper-")}/${name}`;
+      await gcc(`${ROOT}/tests/helpers/${name}.c`, out, flags);
       return out;
     })();
     helperCache.set(key, p);

@@ -9,29 +9,10 @@
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { askProgram, bare, exists, hallpass, isRoot, readQuestions, scratch } from "./harness.ts";
 import { checkEngines, engineEnv, engines } from "./engine.ts";
+import { git, GIT_ENV } from "../helpers/git.ts";
 
 // Each engine with its own record: the last test checks which one answered (tests/e2e/engine.ts).
 const ENGINES = engines();
-
-const GIT_ENV = {
-  GIT_AUTHOR_NAME: "t",
-  GIT_AUTHOR_EMAIL: "t@example.invalid",
-  GIT_COMMITTER_NAME: "t",
-  GIT_COMMITTER_EMAIL: "t@example.invalid",
-  GIT_CONFIG_NOSYSTEM: "1",
-  PATH: "/usr/local/bin:/usr/bin:/bin",
-};
-
-async function git(cwd: string, ...args: string[]): Promise<{ code: number; out: string }> {
-  const r = await new Deno.Command("git", {
-    args,
-    cwd,
-    env: { ...GIT_ENV, HOME: cwd },
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  return { code: r.code, out: new TextDecoder().decode(r.stdout) + new TextDecoder().decode(r.stderr) };
-}
 
 /** A project that is a git repository with one commit. */
 async function repo(): Promise<{ project: string; outside: string; cleanup: () => Promise<void> }> {

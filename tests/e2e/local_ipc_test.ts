@@ -14,6 +14,7 @@
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { compileHelper, hallpass, HALLPASS_ARGV, isRoot, type Result, scratch } from "./harness.ts";
 import { probeAsync, test, tool } from "../helpers/skip.ts";
+import { Lines } from "../helpers/lines.ts";
 
 const PY = "/usr/bin/python3";
 const ENV = { PATH: "/usr/local/bin:/usr/bin:/bin", LANG: "C", HOME: Deno.env.get("HOME") ?? "/" };
@@ -107,14 +108,8 @@ async function listen(spec: [string, string, string, unknown][], dir: string): P
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let text = "";
-  while (!text.includes("\n")) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error("listener did not start");
-    text += value;
-  }
-  const ports = JSON.parse(text.split("\n")[0]);
+  const out = new Lines(child.stdout);
+  const ports = JSON.parse(await out.first("listener"));
   let consumed = 0;
   return {
     ports,
@@ -145,7 +140,7 @@ async function listen(spec: [string, string, string, unknown][], dir: string): P
       } catch { /* gone */ }
       child.kill("SIGTERM");
       await child.status;
-      await reader.cancel().catch(() => {});
+      await out.cancel();
     },
   };
 }
@@ -311,23 +306,14 @@ except OSError as e: print("outside errno", e.errno)`;
         stderr: "piped",
       }).spawn();
       const errP = new Response(child.stderr).text();
-      const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-      let text = "";
-      while (!text.includes("\n")) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        text += value;
-      }
-      assertEquals(text.trim(), "own ok", text.trim() === "own ok" ? "" : await errP);
+      const out = new Lines(child.stdout);
+      const first = (await out.next())?.trim();
+      assertEquals(first, "own ok", first === "own ok" ? "" : await errP);
       const l = await listen([["ab", "AF_UNIX", "SOCK_STREAM", "\0" + name]], s.outside);
       const w = child.stdin.getWriter();
       await w.write(new TextEncoder().encode("\n"));
       await w.close();
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        text += value;
-      }
+      const text = await out.rest();
       await child.status;
       const err = await errP;
       assert(text.includes("outside errno"), text + err);
@@ -405,20 +391,15 @@ async function sessionBus(
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
-  const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let text = "";
-  while (!text.includes("\n")) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error("dbus-daemon did not start");
-    text += value;
-  }
+  const out = new Lines(child.stdout);
+  await out.first("dbus-daemon");
   return {
     path: `${dir}/bus`,
     abstract,
     stop: async () => {
       child.kill("SIGTERM");
       await child.status;
-      await reader.cancel().catch(() => {});
+      await out.cancel();
     },
   };
 }
@@ -783,21 +764,16 @@ test({
       stdout: "piped",
       stderr: "piped",
     }).spawn();
-    const reader = child.stdout.pipeThrough(new TextDecoderStream()).getReader();
-    let text = "";
-    while (!text.includes("\n")) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      text += value;
-    }
+    const out = new Lines(child.stdout);
+    const first = (await out.next())?.trim() ?? "";
     return {
-      first: text.trim(),
+      first,
       stop: async () => {
         const w = child.stdin.getWriter();
         await w.write(new TextEncoder().encode("\n")).catch(() => {});
         await w.close().catch(() => {});
         await child.output().catch(() => {});
-        await reader.cancel().catch(() => {});
+        await out.cancel();
       },
     };
   };

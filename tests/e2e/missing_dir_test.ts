@@ -5,7 +5,7 @@
  * Judged from outside: the file must not appear; a bare run on this kernel is the control.
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { askProgram, bare, compileHelper, exists, hallpass, readQuestions, scratch } from "./harness.ts";
+import { bare, compileHelper, exists, hallpass, readQuestions, scratch, scratchAsker } from "./harness.ts";
 import { checkEngines, engines } from "./engine.ts";
 
 // Each engine with its own record: the last test checks which one answered (tests/e2e/engine.ts).
@@ -54,9 +54,8 @@ for (const [engine, env] of ENGINES) {
         try {
           await Deno.writeTextFile(`${s.outside}/file`, "");
           await Deno.writeTextFile(`${s.project}/f`, "");
-          const log = `${s.outside}/../q.jsonl`;
           // An ask program that would allow anything: nothing may be asked, nothing created.
-          const ask = await askProgram(`${s.outside}/..`, "once", log);
+          const { ask, log } = await scratchAsker(s, "once");
           const r = await hallpass([
             "--ask-program",
             ask,
@@ -83,8 +82,7 @@ for (const [engine, env] of ENGINES) {
 Deno.test("missing directory: the shell's `echo x > /tmp/nonexist/../narrow.txt` (the issue's case)", async () => {
   const s = await scratch();
   try {
-    const log = `${s.outside}/../q.jsonl`;
-    const ask = await askProgram(`${s.outside}/..`, "once", log);
+    const { ask, log } = await scratchAsker(s, "once");
     const r = await hallpass([
       "--ask-program",
       ask,

@@ -5,14 +5,13 @@
  * Counted from outside: the ask program's log of questions; the writes' effects on the outside files.
  */
 import { deepStrictEqual as assertEquals } from "node:assert/strict";
-import { askProgram, hallpass, readQuestions, scratch } from "./harness.ts";
+import { hallpass, readQuestions, scratch, scratchAsker } from "./harness.ts";
 
 for (const answer of ["deny", "once"]) {
   Deno.test(`one question per thing: three tries by one process, answered ${answer}`, async () => {
     const s = await scratch();
     try {
-      const log = `${s.outside}/../q.jsonl`;
-      const ask = await askProgram(`${s.outside}/..`, answer, log);
+      const { ask, log } = await scratchAsker(s, answer);
       const f = `${s.outside}/hist`;
       const r = await hallpass([
         "--ask-program",

@@ -10,6 +10,7 @@
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { bare, hallpass, type Result, scratch, snapshot } from "./harness.ts";
 import { step, tool } from "../helpers/skip.ts";
+import { GIT_ENV } from "../helpers/git.ts";
 
 interface Scenario {
   name: string;
@@ -24,16 +25,7 @@ interface Scenario {
   ignore?: RegExp;
 }
 
-const ENV_BASE = {
-  PATH: "/usr/local/bin:/usr/bin:/bin",
-  LANG: "C",
-  GIT_AUTHOR_NAME: "T",
-  GIT_AUTHOR_EMAIL: "t@example.com",
-  GIT_COMMITTER_NAME: "T",
-  GIT_COMMITTER_EMAIL: "t@example.com",
-  GIT_AUTHOR_DATE: "2020-01-01T00:00:00Z",
-  GIT_COMMITTER_DATE: "2020-01-01T00:00:00Z",
-};
+const ENV_BASE = GIT_ENV;
 
 const SCENARIOS: Scenario[] = [
   {

@@ -9,6 +9,7 @@ import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/stric
 import { readQuestions } from "./harness.ts";
 import { decodeRequestBytes, encodeRequest, percentEncode } from "../../lib/policy/request_protocol.ts";
 import { q, requestScratch, session, show } from "./request_harness.ts";
+import { prng } from "../helpers/prng.ts";
 
 /** Answers of the table (docs/request-protocol.md), by name. */
 const TABLE = new Set([
@@ -23,16 +24,6 @@ const TABLE = new Set([
   "ENOSYS",
   "ESRCH",
 ]);
-
-/** A small deterministic PRNG (mulberry32). */
-function rng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const enc = new TextEncoder();
 
@@ -57,7 +48,7 @@ Deno.test("request fuzz: hundreds of random and mutated request paths; only tabl
       "/.hallpass/v1",
       "/.hallpass/v1/ask/write/%2F",
     ];
-    const rnd = rng(0x5eed);
+    const rnd = prng(0x5eed);
     const pick = <T>(a: readonly T[]) => a[Math.floor(rnd() * a.length)];
     const alphabet = "/%=.-_~*?[]@: azAZ09\\\x01\x7f\u00e9\u2028ÿ";
     const tokens = [

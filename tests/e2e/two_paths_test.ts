@@ -17,6 +17,7 @@ import {
   isRoot,
   readQuestions,
   scratch,
+  scratchAsker,
   snapshot,
 } from "./harness.ts";
 import { step } from "../helpers/skip.ts";
@@ -150,8 +151,7 @@ Deno.test("two paths: the question shows both ends; [o] grants what it showed", 
   try {
     await Deno.writeTextFile(`${s.outside}/innocuous.tmp`, "new content");
     await Deno.writeTextFile(`${s.outside}/victim`, "orig");
-    const log = `${s.outside}/../q.jsonl`;
-    const ask = await askProgram(`${s.outside}/..`, "once", log);
+    const { ask, log } = await scratchAsker(s, "once");
     const r = await hallpass([
       "--ask-program",
       ask,
@@ -183,9 +183,8 @@ Deno.test("two paths: a timed scope covering one end asks about the other; cover
     await Deno.mkdir(`${s.outside}/src`);
     await Deno.writeTextFile(`${s.outside}/src/innocuous.tmp`, "planted");
     await Deno.writeTextFile(`${s.outside}/victim`, "orig");
-    const log = `${s.outside}/../q.jsonl`;
     // Every answer: for 1m covering the source's directory only.
-    const ask = await askProgram(`${s.outside}/..`, `for 1m ${s.outside}/src/**`, log);
+    const { ask, log } = await scratchAsker(s, `for 1m ${s.outside}/src/**`);
     const r = await hallpass([
       "--ask-program",
       ask,

@@ -5,7 +5,7 @@
  * The attack: python renames itself "git" and rewrites its argv before asking to write outside.
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { askProgram, hallpass, readQuestions, scratch } from "./harness.ts";
+import { hallpass, readQuestions, scratch, scratchAsker } from "./harness.ts";
 import { layout, who } from "../../lib/ui/prompt_bar.ts";
 import type { Question } from "../../lib/types.ts";
 import { test, tool } from "../helpers/skip.ts";
@@ -17,8 +17,7 @@ test(
   async () => {
     const s = await scratch();
     try {
-      const log = `${s.outside}/../q.jsonl`;
-      const ask = await askProgram(`${s.outside}/..`, "deny", log);
+      const { ask, log } = await scratchAsker(s, "deny");
       const script = "import ctypes,sys\nctypes.CDLL(None).prctl(15, b'git', 0, 0, 0)\n" +
         `open('${s.outside}/x', 'w')\n`;
       await Deno.writeTextFile(`${s.project}/spoof.py`, script);

@@ -15,6 +15,7 @@
 import { deepStrictEqual as assertEquals } from "node:assert/strict";
 import { hallpass, snapshot } from "./harness.ts";
 import { test, tool } from "../helpers/skip.ts";
+import { GIT_ENV } from "../helpers/git.ts";
 
 const dec = new TextDecoder();
 
@@ -32,15 +33,7 @@ interface Workload {
 }
 
 const ENV = {
-  PATH: "/usr/local/bin:/usr/bin:/bin",
-  LANG: "C",
-  GIT_AUTHOR_NAME: "T",
-  GIT_AUTHOR_EMAIL: "t@example.com",
-  GIT_COMMITTER_NAME: "T",
-  GIT_COMMITTER_EMAIL: "t@example.com",
-  GIT_AUTHOR_DATE: "2020-01-01T00:00:00Z",
-  GIT_COMMITTER_DATE: "2020-01-01T00:00:00Z",
-  GIT_CONFIG_NOSYSTEM: "1",
+  ...GIT_ENV,
   npm_config_update_notifier: "false",
   npm_config_fund: "false",
   npm_config_audit: "false",
