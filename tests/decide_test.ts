@@ -184,6 +184,32 @@ Deno.test("replay: context per hallpass process, and disagreements listed", () =
   assert.match(r.disagreements[1], /no context for hallpass 11/);
 });
 
+Deno.test("replay: a context cut short as hallpass exited, with the next record appended to it", () => {
+  const context = JSON.stringify({
+    rules: RULES_Q,
+    floor: FLOOR,
+    protected: PROTECTED,
+    home: "/home/me",
+    cwd: "/p",
+    pathEnv: "/usr/bin",
+    mediate: { exec: true, connect: true },
+  });
+  const names = new Map([[257, "openat"]]);
+  const text = [
+    `C\t10\t${context}`,
+    `C\t10\t${context.slice(0, 40)}F\t10\t257\tcontinue\t/p/a`, // cut, and the next answer right after
+    "F\t10\t257\tcontinue\t/q/b",
+    "S\t10\t2\t0\t0\t0",
+    `C\t12\t${context.slice(0, 25)}`, // the last line: nothing after it
+    "",
+  ].join("\n");
+  const r = replay(text, names);
+  assert.equal(r.torn, 2);
+  assert.equal(r.answers, 2);
+  assert.equal(r.seen, 2);
+  assert.deepEqual(r.disagreements, ["openat /p/a: fast path continue, mediator perform"]);
+});
+
 Deno.test("execVerdict: every verdict, scripts decided on their interpreters, anonymous programs ask", () => {
   const { policy } = ctx();
   const interp: Record<string, string> = {
