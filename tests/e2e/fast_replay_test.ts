@@ -133,6 +133,22 @@ const WORKLOADS: Workload[] = [
     performs: true,
   },
   {
+    // IP connects and UDP sends to a server of the sandbox's own (connects not mediated under --no-ask: the
+    // fast path performs them, and records where to).
+    name: "curl and UDP sends to a local server",
+    needs: ["curl", "python3"],
+    script: `python3 -c 'import http.server as h, os
+s = h.ThreadingHTTPServer(("127.0.0.1", 0), h.SimpleHTTPRequestHandler)
+open("port.tmp", "w").write(str(s.server_port)); os.rename("port.tmp", "port"); s.serve_forever()' 2>/dev/null &
+while [ ! -s port ]; do sleep 0.05; done; p=$(cat port)
+for i in $(seq 20); do curl -sf "http://127.0.0.1:$p/port" >/dev/null || exit 1; done
+python3 -c 'import socket, sys
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for _ in range(5): u.sendto(b"x", ("127.0.0.1", int(sys.argv[1])))' "$p"
+kill $!`,
+    answered: ["continue", "exec", "net"],
+  },
+  {
     name: "a node script writing many files",
     needs: ["node"],
     setup: async (p) => {
@@ -176,7 +192,7 @@ for (const w of WORKLOADS) {
         };
         if (mode === "mediator") env.HALLPASS_FAST_PATH = "0";
         const r = await hallpass(
-          ["--no-ask", ...w.flags?.(work) ?? [], "--", "sh", "-c", `cd work && ${w.script}`],
+          ["--no-ask", ...w.flags?.(work) ?? [], "--", "sh", "-c", `cd work || exit 1; ${w.script}`],
           { cwd: s.project, env, timeoutMs: 120_000 },
         );
         runs[mode] = await replayFile(rec);
