@@ -5,11 +5,10 @@
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { compileHelper, exists, hallpass, readQuestions, scratch, scratchAsker } from "./harness.ts";
-import { engine } from "./engine.ts";
+import { engine, ENGINES } from "./engine.ts";
 
 // Every test runs with the C fast path and with the mediator alone (HALLPASS_FAST_PATH=0); each hallpass run
 // has its own record and asserts which engine answered it (tests/e2e/engine.ts).
-const ENGINES = [["fast path", true], ["mediator", false]] as const;
 
 const dir = (p: string) => p.slice(0, p.lastIndexOf("/"));
 

@@ -8,10 +8,7 @@
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { bare, compileHelper, exists, HALLPASS_ARGV, scratch } from "./harness.ts";
-import { checkEngines, engines } from "./engine.ts";
-
-// Each engine with its own record: the last test checks which one answered (tests/e2e/engine.ts).
-const ENGINES = engines();
+import { engine, ENGINES } from "./engine.ts";
 
 /** Starts hallpass (not waiting for it), with a deny rule inside the project so that project writes are performed. */
 function start(
@@ -51,15 +48,16 @@ async function waitFor(cond: () => Promise<boolean>, ms: number): Promise<boolea
   return cond();
 }
 
-for (const [engine, env] of ENGINES) {
-  Deno.test(`FIFO (${engine}): a writer without a reader blocks itself, never the supervisor`, async () => {
+for (const [E, fast] of ENGINES) {
+  Deno.test(`FIFO (${E}): a writer without a reader blocks itself, never the supervisor`, async () => {
     const s = await scratch();
+    const e = await engine(fast, "FIFO writer");
     const child = start(
       s,
       // The writer waits for a reader in the background; the writes after it must go on meanwhile.
       "mkfifo ff; (exec 3>ff; echo from-the-sandbox >&3) & " +
         "sleep 0.3; echo one > one.txt; mkdir d; echo two > d/two.txt; touch ready; wait; echo done > done.txt",
-      env,
+      e.env,
     );
     try {
       assert(
@@ -71,6 +69,7 @@ for (const [engine, env] of ENGINES) {
       const data = await Deno.readTextFile(`${s.project}/ff`);
       assertEquals(data, "from-the-sandbox\n");
       const out = await child.output();
+      await e.check();
       assertEquals(out.code, 0, new TextDecoder().decode(out.stderr));
       assertEquals(await Deno.readTextFile(`${s.project}/done.txt`), "done\n");
     } finally {
@@ -81,17 +80,19 @@ for (const [engine, env] of ENGINES) {
     }
   });
 
-  Deno.test(`FIFO (${engine}): a writer that never gets a reader does not hold up the session's end`, async () => {
+  Deno.test(`FIFO (${E}): a writer that never gets a reader does not hold up the session's end`, async () => {
     const s = await scratch();
+    const e = await engine(fast, "FIFO without a reader");
     const child = start(
       s,
       "mkfifo ff; (exec 3>ff) & pid=$!; echo x > after.txt; kill $pid; wait; echo ok",
-      env,
+      e.env,
     );
     const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
     try {
       const out = await child.output();
       clearTimeout(timer);
+      await e.check();
       assertEquals(new TextDecoder().decode(out.stdout), "ok\n", new TextDecoder().decode(out.stderr));
       assertEquals(await Deno.readTextFile(`${s.project}/after.txt`), "x\n");
     } finally {
@@ -100,7 +101,7 @@ for (const [engine, env] of ENGINES) {
     }
   });
 
-  Deno.test(`FIFO (${engine}): truncate and O_NONBLOCK opens answer as the kernel does`, async () => {
+  Deno.test(`FIFO (${E}): truncate and O_NONBLOCK opens answer as the kernel does`, async () => {
     const helper = await compileHelper("try_write");
     const ops = ["truncate", "ff", "0", ";", "open", "ff", "wronly|nonblock", "0"];
     const c = await scratch();
@@ -115,18 +116,18 @@ for (const [engine, env] of ENGINES) {
     const s = await scratch();
     try {
       await bare(["mkfifo", `${s.project}/ff`]);
-      const child = start(s, `${helper} ${ops.map((o) => `'${o}'`).join(" ")}`, env, [
+      const e = await engine(fast, "FIFO truncate and O_NONBLOCK");
+      const child = start(s, `${helper} ${ops.map((o) => `'${o}'`).join(" ")}`, e.env, [
         "--allow-exec",
         helper,
       ]);
       const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
       const out = await child.output();
       clearTimeout(timer);
+      await e.check();
       assertEquals(new TextDecoder().decode(out.stdout), ref, new TextDecoder().decode(out.stderr));
     } finally {
       await s.cleanup();
     }
   });
 }
-
-checkEngines("blocking_files_test.ts", ENGINES);

@@ -1,11 +1,12 @@
 /**
  * Which engine answered a run: the C fast path or the TypeScript mediator. With HALLPASS_FASTPATH_RECORD set,
- * the fast path records every answer it gives and, at the end, how many notifications it saw
- * (lib/supervisor/fast_replay.ts); a run meant for the fast path must show that it ran (else a missing library
- * would make both runs of a pair the mediator, silently), a run with HALLPASS_FAST_PATH=0 must show nothing. Every recorded answer is also replayed through the
- * mediator's decision, and any disagreement fails.
+ * the fast path records every answer it gives and, when its handle is freed, its counters: how many
+ * notifications it saw (lib/supervisor/fast_replay.ts). Each run of a fast-path/mediator pair has a record of
+ * its own: a run meant for the fast path must show that it ran (else a missing library would make both runs of
+ * a pair the mediator, silently), a run with HALLPASS_FAST_PATH=0 must show nothing. Every recorded answer is
+ * also replayed through the mediator's decision, and any disagreement fails.
  */
-import { type Need, test } from "../helpers/skip.ts";
+import { hallpass, type HallpassOptions, type Result } from "./harness.ts";
 import { replay, type ReplayResult } from "../../lib/supervisor/fast_replay.ts";
 import { resolveSyscall } from "../../ffi/seccomp.ts";
 import { NEW_SYSCALL_NUMBERS, WRITE_CALLS } from "../../lib/filter/syscall_table.ts";
@@ -85,43 +86,21 @@ export async function engine(fast: string | boolean, what = ""): Promise<Engine>
   };
 }
 
-/**
- * The two engines of a test file's pairs, each with its own record: `[name, env]`, the fast path's first.
- * Call checkEngines() at the end of the file: it registers the file's last test, which asserts that each
- * engine answered its runs.
- */
-export function engines(): [string, Record<string, string>][] {
-  const dir = Deno.makeTempDirSync({ prefix: "hallpass-engines-" });
-  return [
-    ["fast path", { HALLPASS_FAST_PATH: "1", HALLPASS_FASTPATH_RECORD: `${dir}/fast` }],
-    ["mediator", { HALLPASS_FAST_PATH: "0", HALLPASS_FASTPATH_RECORD: `${dir}/mediator` }],
-  ];
-}
+/** The two engines a paired test runs with: [name, fast path on]. */
+export const ENGINES = [["fast path", true], ["mediator", false]] as const;
 
 /**
- * Registers the test that checks the records of engines() (registered last: it runs after the pairs). `ignore`:
- * what the file's pairs need (when they are skipped, so is this check, with the same reason).
+ * hallpass() (tests/e2e/harness.ts) run by one engine: each run has a record of its own and is checked when
+ * it ends (engine().check(): the fast path ran in its runs and agrees with the decision; it never ran in the
+ * mediator's). The replay of the run comes back with its result.
  */
-export function checkEngines(
-  file: string,
-  pair: [string, Record<string, string>][],
-  ignore?: Need | Need[],
-): void {
-  test({
-    name: `${file}: which engine answered (the fast path ran in its runs, not in the mediator's)`,
-    ignore,
-  }, async () => {
-    for (const [name, env] of pair) {
-      const r = await replayFile(env.HALLPASS_FASTPATH_RECORD);
-      await Deno.remove(env.HALLPASS_FASTPATH_RECORD).catch(() => {});
-      const on = env.HALLPASS_FAST_PATH === "1";
-      if (on && r.seen === 0) throw new Error(`${name}: the fast path never ran (is its library built?)`);
-      if (!on && (r.seen > 0 || r.answers > 0)) throw new Error(`${name}: HALLPASS_FAST_PATH=0, yet it ran`);
-      assertAgrees(r, `${file} (${name})`);
-    }
-  });
-}
-/** The env of engines() for a run with HALLPASS_FAST_PATH=`fast` ("1": the fast path, "0": the mediator). */
-export function engineEnv(pair: [string, Record<string, string>][], fast: string): Record<string, string> {
-  return pair[fast === "0" ? 1 : 0][1];
+export function engineRunner(
+  fast: boolean,
+  what: string,
+): (args: string[], o?: HallpassOptions) => Promise<Result & { replay: ReplayResult }> {
+  return async (args, o = {}) => {
+    const e = await engine(fast, what);
+    const r = await hallpass(args, { ...o, env: { ...o.env, ...e.env } });
+    return { ...r, replay: await e.check() };
+  };
 }

@@ -4,11 +4,8 @@
  * write after moving out of the project is asked about, not continued (which Landlock would refuse unasked).
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { askProgram, exists, hallpass, readQuestions, scratch } from "./harness.ts";
-import { checkEngines, engineEnv, engines } from "./engine.ts";
-
-// Each engine with its own record: the last test checks which one answered (tests/e2e/engine.ts).
-const ENGINES = engines();
+import { askProgram, exists, readQuestions, scratch } from "./harness.ts";
+import { engineRunner } from "./engine.ts";
 
 Deno.test("relative writes follow chdir and fchdir: outside the project they ask", async () => {
   for (const fast of ["1", "0"]) {
@@ -20,9 +17,16 @@ Deno.test("relative writes follow chdir and fchdir: outside the project they ask
         `cd "${s.outside}" && echo y > out1 && cd "${s.project}" && echo z > in9 && ` +
         `/usr/bin/python3 -c 'import os; d = os.open(${JSON.stringify(s.outside)}, os.O_RDONLY); ` +
         `open("in10", "w").close(); os.fchdir(d); open("out2", "w").write("w")'`;
-      const r = await hallpass(["--ask-program", ask, "-q", "--", "/bin/sh", "-c", script], {
+      const r = await engineRunner(fast === "1", "fast path")([
+        "--ask-program",
+        ask,
+        "-q",
+        "--",
+        "/bin/sh",
+        "-c",
+        script,
+      ], {
         cwd: s.project,
-        env: engineEnv(ENGINES, fast),
       });
       assertEquals(r.code, 0, `fast=${fast}: ${r.stderr}`);
       for (const f of ["in1", "in8", "in9", "in10"]) {
@@ -53,9 +57,18 @@ Deno.test("exec rules that touch system directories are decided as without the f
       const script =
         `/usr/bin/id >/dev/null 2>&1; echo id=$?; /usr/lib/git-core/git --version >/dev/null 2>&1; ` +
         `echo git=$?; /usr/bin/true; echo true=$?; /usr/bin/git --version >/dev/null; echo usrgit=$?`;
-      const r = await hallpass(["--no-ask", "-q", "--rules", rules, "--", "/bin/sh", "-c", script], {
+      const r = await engineRunner(fast === "1", "fast path")([
+        "--no-ask",
+        "-q",
+        "--rules",
+        rules,
+        "--",
+        "/bin/sh",
+        "-c",
+        script,
+      ], {
         cwd: s.project,
-        env: { ...engineEnv(ENGINES, fast), PATH: "/usr/bin:/bin" },
+        env: { PATH: "/usr/bin:/bin" },
       });
       assertEquals(r.code, 0, `fast=${fast}: ${r.stderr}`);
       // id: denied by its rule; git-core/git: writable by the rule, so @system does not allow it and --no-ask
@@ -75,9 +88,16 @@ Deno.test("exec through a symlink in the project to a system program, and of wha
       await Deno.symlink("/usr/bin/no-such-program", `${s.project}/dangling`);
       const script = "./t; echo t=$?; ./dangling; echo dangling=$?; /usr/bin/no-such; echo none=$?; " +
         "/usr/bin/; echo dir=$?";
-      const r = await hallpass(["--no-ask", "-q", "--", "/bin/sh", "-c", script], {
+      const r = await engineRunner(fast === "1", "fast path")([
+        "--no-ask",
+        "-q",
+        "--",
+        "/bin/sh",
+        "-c",
+        script,
+      ], {
         cwd: s.project,
-        env: { ...engineEnv(ENGINES, fast), PATH: "/usr/bin:/bin" },
+        env: { PATH: "/usr/bin:/bin" },
       });
       assertEquals(
         r.stdout.trim().split("\n"),
@@ -91,5 +111,3 @@ Deno.test("exec through a symlink in the project to a system program, and of wha
     }
   }
 });
-
-checkEngines("fast_path_test.ts", ENGINES);

@@ -8,11 +8,8 @@
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { askProgram, bare, exists, hallpass, isRoot, readQuestions, scratch } from "./harness.ts";
-import { checkEngines, engineEnv, engines } from "./engine.ts";
+import { engineRunner } from "./engine.ts";
 import { git, GIT_ENV } from "../helpers/git.ts";
-
-// Each engine with its own record: the last test checks which one answered (tests/e2e/engine.ts).
-const ENGINES = engines();
 
 /** A project that is a git repository with one commit. */
 async function repo(): Promise<{ project: string; outside: string; cleanup: () => Promise<void> }> {
@@ -297,7 +294,7 @@ Deno.test("left behind: a thread swapping a project directory for a symlink to .
     const s = await repo();
     try {
       const before = [...Deno.readDirSync(`${s.project}/.git/hooks`)].map((e) => e.name).sort();
-      const r = await hallpass([
+      const r = await engineRunner(fast === "1", "left behind")([
         "--no-ask",
         "-q",
         "--",
@@ -308,7 +305,6 @@ Deno.test("left behind: a thread swapping a project directory for a symlink to .
         `${s.outside}/m`,
       ], {
         cwd: s.project,
-        env: engineEnv(ENGINES, fast),
         timeoutMs: 120_000,
       });
       assertEquals(r.code, 0, r.stderr);
@@ -587,9 +583,15 @@ Deno.test("left behind: setuid/setgid bits, file capabilities and device nodes a
   for (const fast of ["1", "0"]) {
     const s = await scratch();
     try {
-      const r = await hallpass(["--no-ask", "-q", "--", "/usr/bin/python3", "-c", PRIV], {
+      const r = await engineRunner(fast === "1", "left behind")([
+        "--no-ask",
+        "-q",
+        "--",
+        "/usr/bin/python3",
+        "-c",
+        PRIV,
+      ], {
         cwd: s.project,
-        env: engineEnv(ENGINES, fast),
       });
       const got = results(r.stdout);
       for (
@@ -652,5 +654,3 @@ Deno.test("left behind: --allow-privileged-files lets a setuid bit through, in t
     await s.cleanup();
   }
 });
-
-checkEngines("left_behind_test.ts", ENGINES);

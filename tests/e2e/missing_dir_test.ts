@@ -6,10 +6,7 @@
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { bare, compileHelper, exists, hallpass, readQuestions, scratch, scratchAsker } from "./harness.ts";
-import { checkEngines, engines } from "./engine.ts";
-
-// Each engine with its own record: the last test checks which one answered (tests/e2e/engine.ts).
-const ENGINES = engines();
+import { engineRunner, ENGINES } from "./engine.ts";
 
 /** try_write operations ($O the outside directory, $P the project) and the errno the kernel gives. */
 const CASES: [string, string[], string][] = [
@@ -36,7 +33,8 @@ const CASES: [string, string[], string][] = [
 
 const fill = (op: string[], p: string, o: string) => op.map((w) => w.replaceAll("$P", p).replaceAll("$O", o));
 
-for (const [engine, env] of ENGINES) {
+for (const [engine, fast] of ENGINES) {
+  const hp = engineRunner(fast, "missing directory");
   Deno.test(`missing directory (${engine}): fails as the kernel does, asks nothing, creates nothing`, async (t) => {
     const helper = await compileHelper("try_write");
     for (const [name, op, errno] of CASES) {
@@ -56,7 +54,7 @@ for (const [engine, env] of ENGINES) {
           await Deno.writeTextFile(`${s.project}/f`, "");
           // An ask program that would allow anything: nothing may be asked, nothing created.
           const { ask, log } = await scratchAsker(s, "once");
-          const r = await hallpass([
+          const r = await hp([
             "--ask-program",
             ask,
             "-q",
@@ -65,7 +63,6 @@ for (const [engine, env] of ENGINES) {
             ...fill(op, s.project, s.outside),
           ], {
             cwd: s.project,
-            env,
           });
           assertEquals(r.stdout.trim(), `${op[0]} ${errno}`, r.stderr);
           assertEquals((await readQuestions(log)).filter((q) => q.op === "write"), []);
@@ -100,5 +97,3 @@ Deno.test("missing directory: the shell's `echo x > /tmp/nonexist/../narrow.txt`
     await s.cleanup();
   }
 });
-
-checkEngines("missing_dir_test.ts", ENGINES);

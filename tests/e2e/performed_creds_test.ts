@@ -7,16 +7,14 @@
  * its stead. Each case has a bare control; judged from outside (the files' contents, owner, mode, time).
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { askProgram, bare, compileHelper, hallpass, isRoot, scratch } from "./harness.ts";
+import { askProgram, bare, compileHelper, isRoot, scratch } from "./harness.ts";
 import { test, tool } from "../helpers/skip.ts";
-import { checkEngines, engines } from "./engine.ts";
+import { engineRunner, ENGINES } from "./engine.ts";
 
 const ignore = [
   isRoot() ? undefined : { reason: "needs root (to drop capabilities, to become another user)" },
   tool("setpriv"),
 ];
-// Each engine with its own record: the last test checks which one answered (tests/e2e/engine.ts).
-const ENGINES = engines();
 
 /**
  * The sandboxed command for a directory: root without capabilities (tests/helpers/nocaps_write.c drops them
@@ -77,7 +75,8 @@ async function state(d: string) {
 const UNCHANGED = { victim: "orig", owned: [4242, 0o644, 1_500_000_000_000], created: false };
 const WORDS = ["write", "chmod", "chown", "create", "utime"];
 
-for (const [engine, env] of ENGINES) {
+for (const [engine, fast] of ENGINES) {
+  const hp = engineRunner(fast, "performed as the caller");
   for (const [who, drop] of DROPS) {
     test({
       name: `performed as the caller (${engine}, ${who}): outside answered once, and in the project`,
@@ -99,9 +98,9 @@ for (const [engine, env] of ENGINES) {
           await Deno.chmod(`${s.outside}/..`, 0o755);
           const ask = await askProgram(`${s.outside}/..`, "once");
           const cmd = await drop(s.outside);
-          const r = await hallpass(
+          const r = await hp(
             ["--ask-program", ask, "-q", "--allow-exec", cmd[0], "--", ...cmd],
-            { cwd: s.project, env },
+            { cwd: s.project },
           );
           for (const w of WORDS) {
             assert(new RegExp(`${w}=[1-9]`).test(r.stdout), `${w}: ${r.stdout}${r.stderr}`);
@@ -110,9 +109,8 @@ for (const [engine, env] of ENGINES) {
           // In the project: metadata calls are performed (fast path or mediator), writes continued.
           await plant(s.project);
           const cmd2 = await drop(s.project);
-          const r2 = await hallpass(["--no-ask", "-q", "--allow-exec", cmd2[0], "--", ...cmd2], {
+          const r2 = await hp(["--no-ask", "-q", "--allow-exec", cmd2[0], "--", ...cmd2], {
             cwd: s.project,
-            env,
           });
           for (const w of WORDS) {
             assert(new RegExp(`${w}=[1-9]`).test(r2.stdout), `${w}: ${r2.stdout}${r2.stderr}`);
@@ -125,5 +123,3 @@ for (const [engine, env] of ENGINES) {
     });
   }
 }
-
-checkEngines("performed_creds_test.ts", ENGINES, ignore);

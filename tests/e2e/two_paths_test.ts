@@ -21,10 +21,7 @@ import {
   snapshot,
 } from "./harness.ts";
 import { step } from "../helpers/skip.ts";
-import { checkEngines, engines } from "./engine.ts";
-
-// Each engine with its own record: the last test checks which one answered (tests/e2e/engine.ts).
-const ENGINES = engines();
+import { engineRunner, ENGINES } from "./engine.ts";
 
 /** Each attack: try_write operations ($P the project, $O the outside directory) that touch the outside. */
 const ATTACKS: [string, string[]][] = [
@@ -75,7 +72,8 @@ async function setup(project: string, outside: string): Promise<void> {
 
 const fill = (op: string[], p: string, o: string) => op.map((w) => w.replaceAll("$P", p).replaceAll("$O", o));
 
-for (const [engine, env] of ENGINES) {
+for (const [engine, fast] of ENGINES) {
+  const hp = engineRunner(fast, "two paths");
   Deno.test(`two paths (${engine}): every form with one end outside is denied under --no-ask`, async (t) => {
     const helper = await compileHelper("try_write");
     for (const [name, op] of ATTACKS) {
@@ -105,9 +103,8 @@ for (const [engine, env] of ENGINES) {
           try {
             await setup(s.project, s.outside);
             const before = await snapshot(s.outside);
-            const r = await hallpass(["--no-ask", "-q", "--", helper, ...fill(op, s.project, s.outside)], {
+            const r = await hp(["--no-ask", "-q", "--", helper, ...fill(op, s.project, s.outside)], {
               cwd: s.project,
-              env,
             });
             assertEquals(r.stdout.trim(), `${op[0]} EACCES`, r.stderr);
             assertEquals(await snapshot(s.outside), before, "the outside directory changed");
@@ -125,7 +122,7 @@ for (const [engine, env] of ENGINES) {
     try {
       await Deno.writeTextFile(`${s.outside}/innocuous.tmp`, "planted");
       await Deno.writeTextFile(`${s.outside}/victim`, "orig");
-      const r = await hallpass([
+      const r = await hp([
         "--no-ask",
         "-q",
         "--allow-path",
@@ -135,7 +132,7 @@ for (const [engine, env] of ENGINES) {
         "rename",
         `${s.outside}/innocuous.tmp`,
         `${s.outside}/victim`,
-      ], { cwd: s.project, env });
+      ], { cwd: s.project });
       assertEquals(r.stdout.trim(), "rename EACCES", r.stderr);
       assertEquals(await Deno.readTextFile(`${s.outside}/victim`), "orig");
       assertEquals(await Deno.readTextFile(`${s.outside}/innocuous.tmp`), "planted");
@@ -224,7 +221,8 @@ Deno.test("two paths: a timed scope covering one end asks about the other; cover
   }
 });
 
-for (const [engine, env] of ENGINES) {
+for (const [engine, fast] of ENGINES) {
+  const hp = engineRunner(fast, "two paths");
   for (const tainted of [false, true]) {
     Deno.test(
       `two paths (${engine}${
@@ -253,9 +251,9 @@ for (const [engine, env] of ENGINES) {
           if (tainted) {
             await Deno.writeTextFile(`${s.outside}/../rules`, `deny write ${s.project}/secret/**\n`);
           }
-          const r = await hallpass(
+          const r = await hp(
             ["--no-ask", "-q", ...extra, "--allow-exec", helper, "--", helper, s.project, s.outside, "3"],
-            { cwd: s.project, env, timeoutMs: 60_000 },
+            { cwd: s.project, timeoutMs: 60_000 },
           );
           const m = r.stdout.match(/rename_race ok=(\d+) denied=(\d+) other=(\d+)/);
           assert(m, r.stdout + r.stderr);
@@ -269,5 +267,3 @@ for (const [engine, env] of ENGINES) {
     );
   }
 }
-
-checkEngines("two_paths_test.ts", ENGINES);
