@@ -1,0 +1,124 @@
+/**
+ * The ./hallpass script `make` leaves where `deno compile` cannot get its runtime runs the bundle
+ * (helper/bundle/bundle.ts, build/js/): its start-up path, the supervisor Worker (worker.js), what it loads
+ * lazily (lazy.js: the ask program, the terminal with xterm.js) and paths next to the sources (the launcher)
+ * behave as from the sources. Judged from outside: the files written or not, the exit codes, and the
+ * process's command line (it is the bundle that runs, not the sources).
+ */
+import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
+import { askProgram, exists, ROOT, scratch } from "./harness.ts";
+import { probe, test, tool } from "../helpers/skip.ts";
+
+const SCRIPT = `${ROOT}/hallpass`;
+const BUNDLE = `${ROOT}/build/js/main.js`;
+
+/** ./hallpass is the script that runs the bundle, and the bundle is newer than every source. */
+const bundled = probe("bundled ./hallpass", () => {
+  let text: string;
+  try {
+    text = Deno.readTextFileSync(SCRIPT);
+  } catch {
+    return "no ./hallpass (make)";
+  }
+  if (!text.startsWith("#!") || !text.includes("build/js/main.js")) {
+    return "./hallpass is the compiled binary (deno compile), not the bundle's script";
+  }
+  let built: number;
+  try {
+    built = Deno.statSync(BUNDLE).mtime!.getTime();
+  } catch {
+    return "no bundle (make)";
+  }
+  const newer: string[] = [];
+  const walk = (dir: string) => {
+    for (const e of Deno.readDirSync(`${ROOT}/${dir}`)) {
+      const p = `${dir}/${e.name}`;
+      if (e.isDirectory) walk(p);
+      else if (p.endsWith(".ts") && Deno.statSync(`${ROOT}/${p}`).mtime!.getTime() > built) newer.push(p);
+    }
+  };
+  walk("lib");
+  walk("ffi");
+  return newer.length ? `sources changed since make (${newer[0]}): ./hallpass runs them` : undefined;
+});
+
+async function run(args: string[], cwd: string): Promise<{ code: number; out: string; err: string }> {
+  const o = await new Deno.Command(SCRIPT, { args, cwd, stdin: "null", stdout: "piped", stderr: "piped" })
+    .output();
+  const d = new TextDecoder();
+  return { code: o.code, out: d.decode(o.stdout), err: d.decode(o.stderr) };
+}
+
+test({ name: "bundle: ./hallpass runs build/js/main.js, not the sources", ignore: bundled }, async () => {
+  const s = await scratch();
+  try {
+    const child = new Deno.Command(SCRIPT, {
+      args: ["--no-ask", "-q", "--", "sh", "-c", "cat >/dev/null"],
+      cwd: s.project,
+      stdin: "piped",
+      stdout: "null",
+      stderr: "null",
+    }).spawn();
+    let cmdline = "";
+    for (let i = 0; i < 200 && !cmdline.includes("deno"); i++) {
+      cmdline = (await Deno.readTextFile(`/proc/${child.pid}/cmdline`).catch(() => "")).replaceAll("\0", " ");
+      if (!cmdline.includes("deno")) await new Promise((r) => setTimeout(r, 25));
+    }
+    await child.stdin.close();
+    assertEquals((await child.status).code, 0);
+    assert(cmdline.includes(BUNDLE) && !cmdline.includes("main.ts"), cmdline);
+  } finally {
+    await s.cleanup();
+  }
+});
+
+test({
+  name: "bundle: writes inside, a denial by the Worker outside, the command's exit code",
+  ignore: bundled,
+}, async () => {
+  const s = await scratch();
+  try {
+    const r = await run(
+      ["--no-ask", "--", "sh", "-c", `echo in > in.txt; echo out > '${s.outside}/f' ; exit 7`],
+      s.project,
+    );
+    assertEquals(r.code, 7, r.err);
+    assertEquals(await Deno.readTextFile(`${s.project}/in.txt`), "in\n");
+    assert(!(await exists(`${s.outside}/f`)), "the write outside happened");
+    assert(r.err.includes(`denied write ${s.outside}/f`), r.err);
+  } finally {
+    await s.cleanup();
+  }
+});
+
+test({ name: "bundle: an ask program (lazy.js) allows a write outside", ignore: bundled }, async () => {
+  const s = await scratch();
+  try {
+    const ask = await askProgram(`${s.outside}/..`, "once", `${s.outside}/../q.jsonl`);
+    const r = await run(["--ask-program", ask, "--", "sh", "-c", `echo y > '${s.outside}/f'`], s.project);
+    assertEquals(r.code, 0, r.err);
+    assertEquals(await Deno.readTextFile(`${s.outside}/f`), "y\n");
+  } finally {
+    await s.cleanup();
+  }
+});
+
+test({
+  name: "bundle: in a terminal (lazy.js, xterm.js bundled) the command runs and its code comes back",
+  ignore: [bundled, tool("script")],
+}, async () => {
+  const s = await scratch();
+  try {
+    const o = await new Deno.Command("script", {
+      args: ["-qec", `'${SCRIPT}' -- sh -c 'echo hi-pty; exit 3'`, "/dev/null"],
+      cwd: s.project,
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assertEquals(o.code, 3, new TextDecoder().decode(o.stderr));
+    assert(new TextDecoder().decode(o.stdout).includes("hi-pty"));
+  } finally {
+    await s.cleanup();
+  }
+});
