@@ -162,7 +162,7 @@ function preflight(): number {
   if (abi < 1) {
     throw new HallpassError(
       "Landlock is not available on this kernel: refusing to run unprotected",
-      "hallpass needs Landlock (Linux ≥ 5.13, booted with lsm=...,landlock); `hallpass doctor` says more",
+      "the write floor and the credential files' protection rest on Landlock (Linux ≥ 5.13, booted with lsm=...,landlock); `hallpass doctor` says more",
     );
   }
   if (!userNotifAvailable()) {
