@@ -33,7 +33,7 @@ export interface FastRoots {
   /** Connects are not mediated: IP connects and addressed sends are performed by the fast path. */
   netDirect?: boolean;
   /** Where writes outside the floor are performed by the fast path (fast_roots.ts fastPerformRegion). */
-  perform?: { roots: string[]; tree: string[]; exact: string[]; children: string[] };
+  perform?: { roots: string[]; tree: string[]; exact: string[]; children: string[]; newNames: string[] };
 }
 
 /**
@@ -85,6 +85,7 @@ export class FastPath {
       ...(p?.tree ?? []).map((x) => "T" + x),
       ...(p?.exact ?? []).map((x) => "E" + x),
       ...(p?.children ?? []).map((x) => "C" + x),
+      ...(p?.newNames ?? []).map((x) => "N" + x),
     ]];
     const key = lists.map((l) => l.join("\0")).join("\0\0") + (roots.netDirect ? "\0\0\0net" : "");
     if (key === this.#roots) return;

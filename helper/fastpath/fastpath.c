@@ -86,6 +86,7 @@ struct roots {
 #define EX_EXACT 2    /* the path itself */
 #define EX_CHILDREN 4 /* the names directly in it */
 #define EX_ABOVE 8    /* a directory above an exception: itself */
+#define EX_NEWNAMES 16 /* new names directly in it are reported by the mediator: only existing ones here */
 #define EXCEPT_MAX 60000
 struct except {
 	unsigned cap; /* a power of two, or 0 */
@@ -208,8 +209,8 @@ static int except_add(struct except *e, const char *path, size_t len, unsigned f
 }
 
 /*
- * Sets the exceptions: NUL-terminated entries, each a kind letter (T tree, E exact, C children) and a
- * canonical absolute path. 0, or -EINVAL/-ENOMEM (then `bad`: nothing is performed until a good list).
+ * Sets the exceptions: NUL-terminated entries, each a kind letter (T tree, E exact, C children, N new names)
+ * and a canonical absolute path. 0, or -EINVAL/-ENOMEM (then `bad`: nothing is performed until a good list).
  */
 static int set_except(struct except *e, const char *buf, int len) {
 	clear_except(e);
@@ -239,7 +240,11 @@ static int set_except(struct except *e, const char *buf, int len) {
 			clear_except(e);
 			return -EINVAL;
 		}
-		unsigned kind = s[0] == 'T' ? EX_TREE : s[0] == 'E' ? EX_EXACT : s[0] == 'C' ? EX_CHILDREN : 0;
+		unsigned kind = s[0] == 'T'   ? EX_TREE
+		                : s[0] == 'E' ? EX_EXACT
+		                : s[0] == 'C' ? EX_CHILDREN
+		                : s[0] == 'N' ? EX_NEWNAMES
+		                              : 0;
 		const char *path = s + 1;
 		size_t pl = n - 1;
 		while (pl > 1 && path[pl - 1] == '/') pl--;
@@ -394,15 +399,17 @@ static int under_root(struct hp_fast *h, const char *dir, size_t len) { return i
 
 /*
  * Whether the canonical `path` lies in the perform region (lib/supervisor/fast_roots.ts fastPerformRegion):
- * strictly below a perform root, and touched by no exception. There the decision is "allow", never "floor":
- * the mediator would perform the call, and so may the fast path.
+ * at or below a perform root, and touched by no exception. There the decision is "allow", never "floor":
+ * the mediator would perform the call, and so may the fast path. 1: yes; 2: a name directly in a directory
+ * whose new entries the mediator reports (read-carved): only a call that makes nothing new there (mkdir of what
+ * exists); 0: no.
  */
 static int perform_ok(struct hp_fast *h, const char *path, size_t len) {
 	if (h->except.bad || h->perform.n == 0) return 0;
-	int below = 0;
+	int below = 0; /* the root itself too: a tree rule covers its own path */
 	for (int i = 0; i < h->perform.n && !below; i++) {
 		size_t rl = h->perform.len[i];
-		below = len > rl && path[rl] == '/' && memcmp(path, h->perform.path[i], rl) == 0;
+		below = len >= rl && (len == rl || path[rl] == '/') && memcmp(path, h->perform.path[i], rl) == 0;
 	}
 	if (!below) return 0;
 	/* each directory on the way (not "/"), then the path itself; FNV-1a of the prefix as it grows */
@@ -411,7 +418,7 @@ static int perform_ok(struct hp_fast *h, const char *path, size_t len) {
 		if (i > 0 && (i == len || path[i] == '/')) {
 			unsigned f = except_flags(&h->except, path, i, hash);
 			if (f & EX_TREE) return 0;
-			if (i == len) return !(f & (EX_EXACT | EX_ABOVE)) && !(parent & EX_CHILDREN);
+			if (i == len) return (f & (EX_EXACT | EX_ABOVE)) || (parent & EX_CHILDREN) ? 0 : (parent & EX_NEWNAMES) ? 2 : 1;
 			parent = f;
 		}
 		if (i < len) hash = (hash ^ (unsigned char)path[i]) * 16777619u;
@@ -445,14 +452,14 @@ static void dir_remember(struct hp_fast *h, const char *dir, long long t) {
 	h->cache[i].at = t;
 }
 
-enum { IN_FLOOR = 1, IN_PERFORM = 2 };
+enum { IN_FLOOR = 1, IN_PERFORM = 2, IN_EXISTING = 4 };
 
 /*
  * Whether the path argument of a call falls plainly inside the floor (see the file comment). `dirfd` is the
  * call's directory fd (AT_FDCWD for the path forms), `follow` whether the call follows a final symlink.
  * `region`: IN_FLOOR, and IN_PERFORM to accept the perform region too (perform_ok(); then `dfd_out` is
- * needed: the call is performed through it). Returns the region the path is in (IN_FLOOR or IN_PERFORM),
- * or 0: for the mediator.
+ * needed: the call is performed through it), IN_EXISTING also its names that count only when they exist.
+ * Returns the region the path is in (IN_FLOOR, IN_PERFORM or IN_EXISTING), or 0: for the mediator.
  */
 static int in_floor_at(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, int follow, int contents,
                       int *dfd_out, char *name_out, int region) {
@@ -529,8 +536,9 @@ static int in_floor_at(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, i
 	const char *name = slash + 1;
 	int in = IN_FLOOR;
 	if (!under_root(h, full, dirlen)) {
-		if (!(region & IN_PERFORM) || !dfd_out || !perform_ok(h, full, len)) return 0;
-		in = IN_PERFORM;
+		int pk = region & IN_PERFORM && dfd_out ? perform_ok(h, full, len) : 0;
+		if (pk == 0 || (pk == 2 && !(region & IN_EXISTING))) return 0;
+		in = pk == 2 ? IN_EXISTING : IN_PERFORM;
 	}
 	*slash = 0;
 	const char *dir = dirlen == 1 ? "/" : full;
@@ -644,7 +652,7 @@ static int fd_in_floor(struct hp_fast *h, int copy) {
 	}
 	if (strncmp(path, "/proc/", 6) == 0) return 0;
 	rec_note(h, path, (size_t)n);
-	return under_root(h, path, (size_t)n) || perform_ok(h, path, (size_t)n);
+	return under_root(h, path, (size_t)n) || perform_ok(h, path, (size_t)n) == 1;
 }
 
 enum { META_NONE, META_CHMOD, META_CHOWN, META_UTIMENS };
@@ -851,7 +859,7 @@ static int meta(struct hp_fast *h, int listener, const struct seccomp_notif *n) 
 #define VALID_OPEN_FLAGS 037777703 /* the kernel's (x86_64 and aarch64) */
 
 /*
- * open, mkdir, unlink, rmdir and rename in the perform region (perform_ok(): below a directory the sandbox
+ * open, mkdir, unlink, rmdir, rename and symlink in the perform region (perform_ok(): below a directory the sandbox
  * made at the project's top, in a carved directory, below a tree a rule allows outside the floor): performed
  * here exactly as the mediator performs them (lib/supervisor/mediator.ts #emulate), never continued — Landlock
  * does not cover these paths. Each end is read and canonicalised as in_floor_at() does, its directory opened
@@ -865,9 +873,9 @@ static int perform_write(struct hp_fast *h, int listener, const struct seccomp_n
 	if (h->perform.n == 0 || h->except.bad) return 0;
 	const __u64 *a = n->data.args;
 	pid_t tid = (pid_t)n->pid;
-	enum { P_OPEN, P_MKDIR, P_UNLINK, P_RENAME } kind;
+	enum { P_OPEN, P_MKDIR, P_UNLINK, P_RENAME, P_SYMLINK } kind;
 	int dirfd = AT_FDCWD, dirfd2 = AT_FDCWD, follow = 0;
-	uint64_t path = 0, path2 = 0;
+	uint64_t path = 0, path2 = 0, text = 0;
 	unsigned flags = 0, mode = 0;
 	switch (n->data.nr) {
 #ifdef SYS_open
@@ -889,7 +897,13 @@ static int perform_write(struct hp_fast *h, int listener, const struct seccomp_n
 	case SYS_rename:
 		kind = P_RENAME, path = a[0], path2 = a[1];
 		break;
+	case SYS_symlink:
+		kind = P_SYMLINK, text = a[0], path = a[1];
+		break;
 #endif
+	case SYS_symlinkat:
+		kind = P_SYMLINK, text = a[0], dirfd = (int)a[1], path = a[2];
+		break;
 	case SYS_openat:
 		kind = P_OPEN, dirfd = (int)a[0], path = a[1], flags = (unsigned)a[2], mode = (unsigned)a[3];
 		break;
@@ -917,11 +931,19 @@ static int perform_write(struct hp_fast *h, int listener, const struct seccomp_n
 		follow = !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
 	}
 	if (kind == P_MKDIR && (mode & 06000)) return 0; /* the mediator decides what a setgid directory is */
+	/* A symlink's text, read once into our memory (the program may change its own afterwards). */
+	char target[PATH_MAX_BYTES + 1];
+	if (kind == P_SYMLINK && read_path(tid, text, target, PATH_MAX_BYTES) < 0) return 0;
 	unsigned umask = 0;
 	if (!same_creds(tid, kind == P_OPEN || kind == P_MKDIR ? &umask : NULL)) return 0;
 	int dfd = -1, dfd2 = -1, r;
 	char name[256], name2[256];
-	if (in_floor_at(h, tid, dirfd, path, follow, kind == P_OPEN, &dfd, name, IN_PERFORM) != IN_PERFORM) {
+	int in = in_floor_at(h, tid, dirfd, path, follow, kind == P_OPEN, &dfd, name,
+	                     IN_PERFORM | (kind == P_MKDIR ? IN_EXISTING : 0));
+	struct stat st;
+	/* A directory whose new names the mediator reports: only a mkdir of what is there (EEXIST, nothing new). */
+	if (in == IN_EXISTING && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) in = IN_PERFORM;
+	if (in != IN_PERFORM) {
 		if (dfd >= 0) close(dfd);
 		return 0;
 	}
@@ -983,6 +1005,9 @@ static int perform_write(struct hp_fast *h, int listener, const struct seccomp_n
 		break;
 	case P_RENAME:
 		r = (int)syscall(SYS_renameat2, dfd, name, dfd2, name2, flags);
+		break;
+	case P_SYMLINK:
+		r = symlinkat(target, dfd, name);
 		break;
 	}
 	int err = r < 0 ? errno : 0;

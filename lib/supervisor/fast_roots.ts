@@ -95,11 +95,12 @@ export const FAST_LIST_MAX = 512;
  * Where the fast path may perform a write itself (open, mkdir, unlink, rename, chmod...: helper/fastpath/fastpath.c
  * perform_ok), as the mediator would: below a directory the sandbox made at the project's top during the
  * session (`node_modules/`), in a carved directory (lib/plan.ts carveFloor), below a tree a rule allows that
- * is not in the Landlock floor (`~/.npm/**`). A path is in the region when it lies strictly below one of
- * `roots` and none of the exceptions touches it:
+ * is not in the Landlock floor (`~/.npm/**`). A path is in the region when it lies at or below one of `roots`
+ * and none of the exceptions touches it:
  *   - `tree`: the path is at or below one;
  *   - `exact`: the path is one;
- *   - `children`: the path's directory is one;
+ *   - `children`: the path's directory is one (a deny glob's);
+ *   - `newNames`: the path's directory is one, and the call makes no new name there (mkdir of what exists);
  *   - and the path is no directory above any exception (a rename or link of a directory that holds one).
  * There the decision (lib/supervisor/decide.ts writeVerdict) is "allow" and never "floor", so the mediator
  * would perform the call too, and performing it changes nothing the mediator keeps (its floor, its notices).
@@ -111,6 +112,7 @@ export interface PerformRegion {
   tree: string[];
   exact: string[];
   children: string[];
+  newNames: string[];
 }
 
 /** What besides the policy and the floor decides a write the mediator performs (its session config). */
@@ -141,7 +143,8 @@ export const FAST_EXCEPT_MAX = 60000;
 
 /**
  * The perform region (see {@link PerformRegion}). Roots: trees of `allow write` rules without a duration, not
- * "/", with no deny on the same tree (at equal specificity deny wins; anything deeper is an exception).
+ * "/", with no deny on the same tree (at equal specificity deny wins; anything deeper, or an exact deny of the
+ * root itself, is an exception).
  * Exceptions: every deny rule, every floor entry (there the mediator continues, or it is tainted), every
  * protected path, every read protection, and the new entries of every read-carved directory.
  */
@@ -150,7 +153,7 @@ export function fastPerformRegion(
   floor: readonly PathScope[],
   ctx: PerformContext,
 ): PerformRegion {
-  const none: PerformRegion = { roots: [], tree: [], exact: [], children: [] };
+  const none: PerformRegion = { roots: [], tree: [], exact: [], children: [], newNames: [] };
   const roots: string[] = [];
   for (const c of write) {
     if (c.effect !== "allow" || !c.tree || c.glob || c.path === "/" || c.expiresAt !== Infinity) continue;
@@ -159,6 +162,7 @@ export function fastPerformRegion(
   }
   if (roots.length === 0) return none;
   const tree = new Set<string>(), exact = new Set<string>(), children = new Set<string>();
+  const newNames = new Set<string>();
   const add = (s: { path: string; kind?: string; tree?: boolean; glob?: boolean }) => {
     if (s.glob || s.kind === "glob") children.add(globDir(s.path));
     else if (s.tree || s.kind === "tree") tree.add(s.path);
@@ -168,13 +172,14 @@ export function fastPerformRegion(
   for (const f of floor) add(f);
   for (const p of ctx.protected ?? []) add(p.scope);
   for (const p of ctx.readProtect ?? []) tree.add(p);
-  for (const d of ctx.readCarved ?? []) children.add(d);
-  if (tree.size + exact.size + children.size > FAST_EXCEPT_MAX) return none;
+  for (const d of ctx.readCarved ?? []) newNames.add(d);
+  if (tree.size + exact.size + children.size + newNames.size > FAST_EXCEPT_MAX) return none;
   return {
     roots: roots.slice(0, FAST_LIST_MAX),
     tree: [...tree],
     exact: [...exact],
     children: [...children],
+    newNames: [...newNames],
   };
 }
 
