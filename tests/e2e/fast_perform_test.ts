@@ -225,3 +225,50 @@ mkdir .git; echo mkdir-git=$?; mkdir -p nm/.git/hooks && : > nm/.git/hooks/x; ec
     }
   }
 });
+
+/**
+ * A read protection inside the project (`--protect`) carves the project's top for reads too: a name made
+ * there during the session cannot be read back, and the mediator says so once. The fast path leaves such new
+ * names to the mediator (the notice comes with either engine), performs what is below them, and never opens
+ * the protected file for reading.
+ */
+Deno.test("a read-carved project top: the notice for a new name, the protected file, with either engine", async () => {
+  const outs: string[] = [];
+  for (const fast of [true, false]) {
+    const s = await scratch();
+    try {
+      await Deno.writeTextFile(`${s.project}/secret.txt`, "s3cret");
+      const script = `mkdir nm && printf a > nm/f && mkdir nm/d && mv nm/f nm/d/g && echo made=$?; ` +
+        `(exec 3<>secret.txt) 2>/dev/null; echo rdwr=$?; cat nm/d/g >/dev/null 2>&1; echo readback=$?`;
+      const e = await engine(fast, "read-carved top");
+      const r = await hallpass([
+        "--no-ask",
+        "-q",
+        "--protect",
+        `${s.project}/secret.txt`,
+        "--",
+        "/bin/sh",
+        "-c",
+        script,
+      ], {
+        cwd: s.project,
+        env: { ...ENV, ...e.env },
+      });
+      const rep = await e.check();
+      if (fast) {
+        assert((rep.byAnswer.perform ?? 0) >= 1, `fast path performed: ${JSON.stringify(rep)}`);
+      }
+      const notices = r.stderr.split("\n").filter((l) => l.includes("is new in")).map((l) =>
+        l.replaceAll(s.project, "P")
+      );
+      outs.push(`${r.stdout}${notices.join("\n")}`);
+      assertEquals(await Deno.readTextFile(`${s.project}/nm/d/g`), "a");
+    } finally {
+      await s.cleanup();
+    }
+  }
+  assertEquals(outs[0], outs[1], "fast path vs mediator");
+  assert(outs[0].startsWith("made=0\n"), outs[0]);
+  assert(/rdwr=[1-9]/.test(outs[0]), outs[0]);
+  assert(outs[0].includes("P/nm is new in P"), outs[0]);
+});
