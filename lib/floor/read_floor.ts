@@ -13,6 +13,7 @@ import { FILE_RIGHTS, FS } from "../../ffi/landlock.ts";
 import { carve, type CarveFs, type CarveResult, withAliases } from "./landlock_carve.ts";
 import type { ReadProtection } from "../policy/secrets.ts";
 import type { Rule } from "../types.ts";
+import { visible } from "../ui/sanitize.ts";
 
 export interface ReadFloor extends CarveResult {
   /** The names each carved directory held at start, with the file's inode number (non-directories). */
@@ -94,7 +95,7 @@ export function readStartLines(
   for (const a of reads.unused) {
     out.push(
       `hallpass: allow read ${
-        tilde(a.path, home)
+        visible(tilde(a.path, home))
       }: nothing protected there (\`hallpass rules\` lists what is)`,
     );
   }
@@ -102,14 +103,14 @@ export function readStartLines(
   if (inProject.length) {
     out.push(
       `hallpass: files the sandbox creates directly in ${
-        inProject.map((c) => tilde(c.path, home)).join(", ")
+        inProject.map((c) => visible(tilde(c.path, home))).join(", ")
       } cannot be read back in this session (a protected location is below it)`,
     );
   }
   if (floor.hardLinked.length) {
     out.push(
       `hallpass: unreadable in this session, as they have other names (hard links) that may be protected files: ${
-        floor.hardLinked.slice(0, 5).map((p) => tilde(p, home)).join(", ")
+        floor.hardLinked.slice(0, 5).map((p) => visible(tilde(p, home))).join(", ")
       }${floor.hardLinked.length > 5 ? ", …" : ""}`,
     );
   }
@@ -125,14 +126,14 @@ export function notEnforcedLines(floor: ReadFloor, home: string): string[] {
   if (floor.dropped.length) {
     out.push(
       `# not protected, as they lie below a directory everyone creates files in (such as /tmp): ${
-        floor.dropped.map((p) => tilde(p, home)).join(", ")
+        floor.dropped.map((p) => visible(tilde(p, home))).join(", ")
       }`,
     );
   }
   if (floor.inProject.length) {
     out.push(
       `# not protected, as they lie in the project (the sandbox's workspace; use a narrower --project): ${
-        floor.inProject.map((p) => tilde(p, home)).join(", ")
+        floor.inProject.map((p) => visible(tilde(p, home))).join(", ")
       }`,
     );
   }
@@ -154,7 +155,7 @@ export function readExitLines(
     out.push(
       `hallpass: made during the run where the sandbox cannot read them back until it starts again (a directory on the way to a protected location):`,
     );
-    for (const p of created.slice(0, 10)) out.push(`  ${tilde(p, home)}`);
+    for (const p of created.slice(0, 10)) out.push(`  ${visible(tilde(p, home))}`);
     if (created.length > 10) out.push(`  … and ${created.length - 10} more`);
   }
   if (failed && unreported !== null) {
@@ -195,7 +196,9 @@ export function carvedCreateNotice(
   if (st.isSymlink) return null; // judged where it points
   if (names.has(name) && (st.isDirectory || names.get(name) === (st.ino ?? undefined))) return null;
   noticed.add(path);
-  return `hallpass: ${path} is new in ${dir}, a directory on the way to a protected location: the sandbox cannot read it back until it starts again`;
+  return `hallpass: ${visible(path)} is new in ${
+    visible(dir)
+  }, a directory on the way to a protected location: the sandbox cannot read it back until it starts again`;
 }
 
 /**

@@ -12,6 +12,7 @@
  * @module
  */
 import { dirEntries } from "../../ffi/dir_entries.ts";
+import { visible } from "../ui/sanitize.ts";
 
 /** Keys a config may hold that run nothing (section, or `section.*` for any subsection; then the key). */
 const INERT: Record<string, readonly string[]> = {
@@ -187,9 +188,17 @@ export function checkNestedRepos(o: NestedRepoOptions, fs: RepoFs): NestedRepoRe
     let to = `${path}${QUARANTINE}`;
     for (let n = 2; fs.lstat(to) !== undefined && n < 100; n++) to = `${path}${QUARANTINE}.${n}`;
     if (fs.rename(path, to)) {
-      lines.push(`hallpass: ${path} ${why} (git would run it outside the sandbox): moved to ${to}`);
+      lines.push(
+        `hallpass: ${visible(`${path} ${why}`)} (git would run it outside the sandbox): moved to ${
+          visible(to)
+        }`,
+      );
     } else {
-      lines.push(`hallpass: ${path} ${why} (git would run it outside the sandbox): COULD NOT move it aside`);
+      lines.push(
+        `hallpass: ${
+          visible(`${path} ${why}`)
+        } (git would run it outside the sandbox): COULD NOT move it aside`,
+      );
     }
   };
   const changed = (st: { ctimeMs: number } | undefined) => st !== undefined && st.ctimeMs >= since;
@@ -209,7 +218,7 @@ export function checkNestedRepos(o: NestedRepoOptions, fs: RepoFs): NestedRepoRe
         moveAside(ptr, `points git at ${g}, where ${found[0].path} ${found[0].why}`);
       } else {
         lines.push(
-          `hallpass: ${ptr} points git at ${g}, where ${found[0].path} ${found[0].why}: ` +
+          `hallpass: ${visible(`${ptr} points git at ${g}, where ${found[0].path} ${found[0].why}`)}: ` +
             "not moved (outside the project); git run there would run it",
         );
       }

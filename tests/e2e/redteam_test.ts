@@ -260,6 +260,47 @@ for (const fast of ["1", "0"]) {
 }
 
 /**
+ * hallpass's own lines carried names the sandbox chose raw to the person's terminal (after the pty, outside the
+ * output filter): a file made in $HOME under a name a builtin glob allows without a question (less's history,
+ * `~/.lesshs*`), or a repository directory in the project, named `X ESC ] 52 ; c ; … BEL`, set the clipboard
+ * from the notice, the exit summary and the repository check. Judged on hallpass's stderr bytes; control: the
+ * files were made (the names reached those lines).
+ */
+test({
+  name: "names the sandbox chooses never reach the terminal raw in hallpass's own lines",
+  ignore: tool("git"),
+  async fn() {
+    const base = await Deno.makeTempDir({ dir: Deno.env.get("HOME") ?? "/tmp", prefix: "hallpass-redteam-" });
+    try {
+      const home = `${base}/home`, project = `${base}/project`;
+      await Deno.mkdir(`${home}/.ssh`, { recursive: true });
+      await Deno.mkdir(project);
+      const osc = "\x1b]52;c;UFdORUQ=\x07";
+      const py = "import os, subprocess\n" +
+        `open(os.environ['HOME'] + '/.lesshsX${osc}', 'w').write('x')\n` +
+        `d = 'r${osc}'\nsubprocess.run(['git', 'init', '-q', d])\n` +
+        "open(d + '/.git/hooks/pre-commit', 'w').write('x')\n";
+      const r = await hallpass(["--no-ask", "--", "/usr/bin/python3", "-c", py], {
+        cwd: project,
+        env: { HOME: home, PATH: Deno.env.get("PATH")! },
+      });
+      assert(
+        await exists(`${home}/.lesshsX\x1b]52;c;UFdORUQ=\x07`),
+        `control: the file was not made: ${r.stderr}`,
+      );
+      assert(r.stderr.includes("lesshsX") && r.stderr.includes("pre-commit"), r.stderr);
+      assert(
+        // deno-lint-ignore no-control-regex
+        !/[\x07\x1b\x9b\x9d]/.test(r.stderr),
+        `a raw control in hallpass's lines: ${JSON.stringify(r.stderr)}`,
+      );
+    } finally {
+      await Deno.remove(base, { recursive: true });
+    }
+  },
+});
+
+/**
  * The record of what the sandbox did, rewritten by it: with `--log` in the project, the sandbox truncated the
  * log and appended a forged line. Judged from the log's contents outside afterwards.
  */
