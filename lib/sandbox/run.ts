@@ -216,21 +216,28 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   };
 
   let backend: AskBackend;
-  if (opts.askProgram) {
-    const { AskProgram } = await lazyImport<typeof import("../ask/ask_program.ts")>(
-      new URL("../ask/ask_program.ts", import.meta.url),
+  // On a terminal the command always runs on hallpass's pty, behind the output filter, whoever answers: with
+  // --no-ask or an ask program it would otherwise write to the person's terminal itself (OSC 52 to the
+  // clipboard, kitty's remote control, DECUDK keys: docs/threat-model.md "The terminal").
+  if (interactive) {
+    const { PtySession } = await lazyImport<typeof import("../ui/pty_session.ts")>(
+      new URL("../ui/pty_session.ts", import.meta.url),
     );
-    backend = new AskProgram(opts.askProgram, { timeoutMs: opts.askTimeoutMs, warn });
-  } else if (interactive && !opts.noAsk) {
-    const [{ PtySession }, { TerminalAsk }] = await Promise.all([
-      lazyImport<typeof import("../ui/pty_session.ts")>(new URL("../ui/pty_session.ts", import.meta.url)),
-      lazyImport<typeof import("../ask/terminal_ask.ts")>(new URL("../ask/terminal_ask.ts", import.meta.url)),
-    ]);
     pty = PtySession.open({
       onSignal: (sig) => end(sig),
       title: `hallpass: ${plan.argv.join(" ")}`,
       relayLibrary: relayLibrary(),
     });
+  }
+  if (opts.askProgram) {
+    const { AskProgram } = await lazyImport<typeof import("../ask/ask_program.ts")>(
+      new URL("../ask/ask_program.ts", import.meta.url),
+    );
+    backend = new AskProgram(opts.askProgram, { timeoutMs: opts.askTimeoutMs, warn });
+  } else if (pty && !opts.noAsk) {
+    const { TerminalAsk } = await lazyImport<typeof import("../ask/terminal_ask.ts")>(
+      new URL("../ask/terminal_ask.ts", import.meta.url),
+    );
     backend = new TerminalAsk(pty, { forMs: opts.forMs, askTimeoutMs: opts.askTimeoutMs });
   } else {
     backend = new NoAsk();
@@ -356,7 +363,8 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   const summary = new Summary();
   // One line per denial (docs/ci.md) without a person; not over a program that owns the terminal while an ask
   // program answers (the summary at exit still lists them).
-  const printDenials = !pty && (backend instanceof NoAsk || !Deno.stderr.isTerminal());
+  // Live denial lines without a bar (through the pty's gate when there is one); with the bar, the summary.
+  const printDenials = backend instanceof NoAsk || (!pty && !Deno.stderr.isTerminal());
   watch?.start(commandPid, printDenials ? warn : null);
   const host = new SupervisorHost({
     listenerFd,

@@ -487,6 +487,10 @@ export class PtySession implements BarHost {
   async finish(idleMs = 200): Promise<void> {
     this.closeSlave();
     this.#finishing = true;
+    // The output pump starts reading only once the cursor is known (or 0.5 s passed without an answer): a
+    // command that printed and exited before that (on a terminal that does not answer, e.g. script(1)) had its
+    // output dropped when the drain below saw nothing move.
+    await this.#cursorKnown;
     await this.#stopRelay();
     // EIO never comes while hallpass keeps its own fd on the slave: drained when the slave's output queue is
     // empty and the master has nothing to read (checked every 10 ms).
