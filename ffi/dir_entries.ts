@@ -20,13 +20,13 @@ export type EntryKind = "dir" | "file" | "symlink" | "other";
 const KINDS: Record<number, EntryKind> = { 4: "dir", 8: "file", 10: "symlink" };
 
 /**
- * The entries of `path` (not `.` and `..`), never following a symlink at `path` itself; [] when it cannot be
- * opened.
+ * The entries of `path` (not `.` and `..`), never following a symlink at `path` itself; undefined when it cannot
+ * be opened.
  */
-export function dirEntries(path: string): { name: string; kind: EntryKind; unknown: boolean }[] {
+export function dirEntries(path: string): { name: string; kind: EntryKind; unknown: boolean }[] | undefined {
   lib ??= Deno.dlopen("libc.so.6", SYMBOLS).symbols;
   const fd = lib.openat(AT_FDCWD, cstr(path), O.RDONLY | O.DIRECTORY | O.NOFOLLOW | O.CLOEXEC, 0);
-  if (fd < 0) return [];
+  if (fd < 0) return undefined;
   const out: { name: string; kind: EntryKind; unknown: boolean }[] = [];
   try {
     for (;;) {

@@ -1,6 +1,6 @@
 /** lib/sandbox/nested_repos.ts: which git configs could run something; the config everyday git writes is inert. */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { unsafeConfig } from "../lib/sandbox/nested_repos.ts";
+import { checkNestedRepos, type RepoFs, unsafeConfig } from "../lib/sandbox/nested_repos.ts";
 import { test, tool } from "./helpers/skip.ts";
 
 Deno.test("configs that run something, or that this reading does not fully understand, are unsafe", () => {
@@ -66,4 +66,52 @@ test({
   } finally {
     await Deno.remove(d, { recursive: true });
   }
+});
+
+/** A file system of directories and files (path → kind, ctime), for checkNestedRepos. */
+function fakeFs(
+  entries: Record<string, { kind: "dir" | "file"; ctimeMs?: number; text?: string }>,
+  unreadable = "",
+) {
+  const renamed: [string, string][] = [];
+  const fs: RepoFs = {
+    lstat: (p) => entries[p] ? { kind: entries[p].kind, ctimeMs: entries[p].ctimeMs ?? 0 } : undefined,
+    list: (p) => {
+      if (p === unreadable) return undefined;
+      return Object.keys(entries).filter((k) => k.startsWith(p + "/") && !k.slice(p.length + 1).includes("/"))
+        .map((k) => ({ name: k.slice(p.length + 1), kind: entries[k].kind }));
+    },
+    read: (p) => entries[p]?.text,
+    real: (p) => p,
+    rename: (a, b) => (renamed.push([a, b]), true),
+  };
+  return { fs, renamed };
+}
+
+Deno.test("nested repos: an unreadable directory and a tree deeper than the walk are said, never skipped silently", () => {
+  const now = 1_800_000_000_000;
+  const e: Record<string, { kind: "dir" | "file"; ctimeMs?: number }> = { "/p/locked": { kind: "dir" } };
+  let d = "/p";
+  for (let i = 0; i < 300; i++) e[d = `${d}/d`] = { kind: "dir" };
+  const { fs } = fakeFs(e, "/p/locked");
+  const r = checkNestedRepos({ project: "/p", startMs: now, protectedGitDirs: [] }, fs);
+  assertEquals(r.incomplete, true);
+  assert(r.lines.some((l) => l.includes("/p/locked") && l.includes("unreadable")), r.lines.join("\n"));
+});
+
+Deno.test("nested repos: a hook and an unsafe config changed during the session are moved aside, old ones kept", () => {
+  const now = 1_800_000_000_000;
+  const { fs, renamed } = fakeFs({
+    "/p/s": { kind: "dir" },
+    "/p/s/.git": { kind: "dir" },
+    "/p/s/.git/HEAD": { kind: "file" },
+    "/p/s/.git/objects": { kind: "dir" },
+    "/p/s/.git/hooks": { kind: "dir" },
+    "/p/s/.git/hooks/pre-commit": { kind: "file", ctimeMs: now + 5 },
+    "/p/s/.git/hooks/post-merge": { kind: "file", ctimeMs: now - 60_000 },
+    "/p/s/.git/hooks/pre-push.sample": { kind: "file", ctimeMs: now + 5 },
+    "/p/s/.git/config": { kind: "file", ctimeMs: now + 5, text: '[core]\n\tfsmonitor = "x"\n' },
+  });
+  checkNestedRepos({ project: "/p", startMs: now, protectedGitDirs: [] }, fs);
+  assertEquals(renamed.map(([a]) => a).sort(), ["/p/s/.git/config", "/p/s/.git/hooks/pre-commit"]);
 });

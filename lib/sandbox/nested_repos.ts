@@ -84,8 +84,8 @@ function hasControl(line: string): boolean {
 export interface RepoFs {
   /** lstat: the kind and ctime (ms), or undefined when missing. Never follows a final symlink. */
   lstat(path: string): { kind: "dir" | "file" | "symlink" | "other"; ctimeMs: number } | undefined;
-  /** Entries of a directory with their kinds (without stat), or []. */
-  list(path: string): { name: string; kind: "dir" | "file" | "symlink" | "other" }[];
+  /** Entries of a directory with their kinds (without stat), or undefined when it cannot be read. */
+  list(path: string): { name: string; kind: "dir" | "file" | "symlink" | "other" }[] | undefined;
   /** A small regular file's text (undefined when larger than 1 MiB or unreadable). */
   read(path: string): string | undefined;
   /** Canonical form of an existing path, or undefined. */
@@ -134,6 +134,7 @@ export function checkNestedRepos(o: NestedRepoOptions, fs: RepoFs): NestedRepoRe
   const inProject = (p: string) => p === o.project || p.startsWith(o.project + "/");
   let entries = 0;
   let incomplete = false;
+  const unlisted: string[] = [];
 
   const stack: [string, number][] = [[o.project, 0]];
   walk: while (stack.length > 0) {
@@ -141,6 +142,11 @@ export function checkNestedRepos(o: NestedRepoOptions, fs: RepoFs): NestedRepoRe
     // A protected `.git` (its objects may be many) is not walked; other protected directories are.
     if (skip.has(dir) && dir.endsWith("/.git")) continue;
     const list = fs.list(dir);
+    if (list === undefined) {
+      // A directory the sandbox made unreadable (chmod 000) hides what is below it: said, not skipped silently.
+      if (unlisted.length < 5) unlisted.push(dir);
+      continue;
+    }
     const names = new Map(list.map((e) => [e.name, e.kind] as const));
     const isGitDir = names.get("HEAD") === "file" &&
       (names.get("objects") === "dir" || names.get("commondir") === "file");
@@ -155,7 +161,10 @@ export function checkNestedRepos(o: NestedRepoOptions, fs: RepoFs): NestedRepoRe
         break walk;
       }
       const p = `${dir}/${e.name}`;
-      if (e.kind === "dir" && depth < 256) stack.push([p, depth + 1]);
+      if (e.kind === "dir") {
+        if (depth < 256) stack.push([p, depth + 1]);
+        else incomplete = true;
+      }
       if ((e.name === ".git" && e.kind !== "dir") || (e.name === "commondir" && e.kind === "file")) {
         pointed.push({ path: p, origin: p });
       }
@@ -224,6 +233,13 @@ export function checkNestedRepos(o: NestedRepoOptions, fs: RepoFs): NestedRepoRe
       }
     }
   }
+  if (unlisted.length) {
+    lines.push(
+      `hallpass: could not look for git repositories in ${
+        unlisted.map((d) => visible(d)).join(", ")
+      } (unreadable): hooks or config written there were not checked`,
+    );
+  }
   return { lines, incomplete, entries };
 }
 
@@ -253,7 +269,7 @@ function offending(
       if (changed(hs)) moveAside(hooks, "was made during the session");
       return out;
     }
-    for (const e of fs.list(hooks)) {
+    for (const e of fs.list(hooks) ?? []) {
       if (e.kind === "dir" || e.name.endsWith(".sample") || e.name.includes(QUARANTINE)) continue;
       const p = `${hooks}/${e.name}`;
       if (changed(fs.lstat(p))) moveAside(p, "is a hook written during the session");
@@ -275,7 +291,7 @@ export const realRepoFs: RepoFs = {
   },
   list(path) {
     // A file system that does not give types (DT_UNKNOWN) is asked with lstat.
-    return dirEntries(path).map((e) => {
+    return dirEntries(path)?.map((e) => {
       if (!e.unknown) return e;
       const st = realRepoFs.lstat(`${path}/${e.name}`);
       return { name: e.name, kind: st?.kind ?? "other" };
