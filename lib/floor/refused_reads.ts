@@ -388,9 +388,10 @@ export class RefusedReadsWatch {
 
   /**
    * Stops after the session's last records (the command has exited): the exit summary's lines, and why
-   * refusals could not be reported (audit turned out to be off), or null.
+   * refusals could not be reported (audit turned out to be off), or null. `endDomain`, called only when audit
+   * is on, closes what still holds the domain's credentials (the seccomp listener).
    */
-  async finish(): Promise<{ lines: string[]; unreported: string | null }> {
+  async finish(endDomain: () => void = () => {}): Promise<{ lines: string[]; unreported: string | null }> {
     const on = await (this.#on ?? this.audit.result(2000));
     // The loop's last poll (≤ 100 ms) is not waited for: what is left is read here, without waiting.
     this.#stopped = true;
@@ -398,6 +399,7 @@ export class RefusedReadsWatch {
       this.#closeAfterLoop();
       return { lines: [], unreported: on === false ? AUDIT_OFF : statusWhy(on) };
     }
+    endDomain(); // the caller lets go of what still holds the domain (its last record follows)
     this.#marker = `hallpass: end of session ${crypto.randomUUID()}`;
     const sent = sendAuditMessage(this.#marker) === 0;
     const start = Date.now();

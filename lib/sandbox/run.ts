@@ -423,10 +423,9 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
 
   const status = await launcher.status;
   await host.stop();
-  // The listener's file holds the command's credentials, and so its Landlock domain: closed, the domain ends
-  // and its last audit record (its count of denials) comes.
-  if (watch) close(listenerFd);
-  const refused = watch ? await watch.finish() : null;
+  // The listener's file holds the command's credentials, and so its Landlock domain: closed (when audit is on),
+  // the domain ends and its last audit record (its count of denials) comes.
+  const refused = watch ? await watch.finish(() => close(listenerFd)) : null;
   const refusedLines = refused?.lines ?? [];
   // Every sandboxed process is gone (the launcher kills and reaps them before it exits): nothing can race this.
   const repoLines = nestedRepoLines(plan, startMs);
