@@ -156,8 +156,9 @@ Deno.test("mediatorAnswer: the fast path's answers, one by one", () => {
   assert.equal(mediatorAnswer(direct, "execve", "exec", ["/usr/bin/rm"]), "exec"); // execs not mediated
 });
 
-Deno.test("replay: context per hallpass process, and disagreements listed", () => {
-  const context = JSON.stringify({
+/** A "C" line's JSON: the rules and floor of the tables above. */
+function recordedContext(): string {
+  return JSON.stringify({
     rules: RULES_Q,
     floor: FLOOR,
     protected: PROTECTED,
@@ -166,6 +167,10 @@ Deno.test("replay: context per hallpass process, and disagreements listed", () =
     pathEnv: "/usr/bin",
     mediate: { exec: true, connect: true },
   });
+}
+
+Deno.test("replay: context per hallpass process, and disagreements listed", () => {
+  const context = recordedContext();
   const names = new Map([[257, "openat"], [59, "execve"]]);
   const text = [
     `C\t10\t${context}`,
@@ -185,15 +190,7 @@ Deno.test("replay: context per hallpass process, and disagreements listed", () =
 });
 
 Deno.test("replay: a context cut short as hallpass exited, with the next record appended to it", () => {
-  const context = JSON.stringify({
-    rules: RULES_Q,
-    floor: FLOOR,
-    protected: PROTECTED,
-    home: "/home/me",
-    cwd: "/p",
-    pathEnv: "/usr/bin",
-    mediate: { exec: true, connect: true },
-  });
+  const context = recordedContext();
   const names = new Map([[257, "openat"]]);
   const text = [
     `C\t10\t${context}`,
