@@ -10,7 +10,28 @@ import { newGroupTable } from "../lib/policy/exec_groups.ts";
 import type { PathScope, Rule } from "../lib/types.ts";
 import { WRITE_CALLS } from "../lib/filter/syscall_table.ts";
 import { taintedFloor } from "../lib/supervisor/fast_roots.ts";
-import { execVerdict, inFloor, type Verdict, writeAnswer, writeVerdict } from "../lib/supervisor/decide.ts";
+import {
+  decide,
+  decideAnswered,
+  decideConnect,
+  type DecideContext,
+  type Decision,
+  execVerdict,
+  inFloor,
+  type Verdict,
+  writeAnswer,
+  writeVerdict,
+} from "../lib/supervisor/decide.ts";
+import {
+  type BindRequest,
+  type End,
+  type ExecRequest,
+  unreadableExec,
+  type WriteRequest,
+} from "../lib/supervisor/decode.ts";
+import type { Notification } from "../ffi/notify.ts";
+import type { ConnectTarget } from "../lib/policy/connect_dest.ts";
+import type { NetKind } from "../lib/supervisor/connect.ts";
 import { mediatorAnswer, replay } from "../lib/supervisor/fast_replay.ts";
 import type { ProtectedPath } from "../lib/policy/protected_paths.ts";
 
@@ -232,4 +253,285 @@ Deno.test("execVerdict: every verdict, scripts decided on their interpreters, an
   }
   const loader = execVerdict(policy, "/usr/lib64/ld-linux-x86-64.so.2", false, of);
   assert.deepEqual(loader, { effect: "deny", at: "/usr/lib64/ld-linux-x86-64.so.2", loader: true });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// decide(): every op the mediator decides, every answer.
+
+/** A DecideContext over ctx() with lookups from tables: what exists, /proc paths of other processes, scripts. */
+function dctx(over: Partial<DecideContext> = {}): DecideContext {
+  const c = ctx();
+  const existing = new Set([
+    "/q/there",
+    "/out/there",
+    "/q/dir",
+    "/out/src",
+    "/p/secret/old",
+    "/dev/pts/3",
+    "/dev/tty1",
+  ]);
+  const scripts: Record<string, string> = { "/usr/bin/s2": "/opt/py" };
+  return {
+    ...c,
+    allowPrivileged: false,
+    container: false,
+    readProtected: { protect: ["/q/keys/id", "/home/me/.ssh"], readable: [] },
+    look: {
+      exists: (p) => existing.has(p),
+      otherProcess: (p) => p.startsWith("/proc/1/"),
+      interpreterOf: (p) => scripts[p] ?? null,
+    },
+    ...over,
+  };
+}
+
+const notif = (args: number[] = []): Notification => {
+  const a = [0n, 0n, 0n, 0n, 0n, 0n] as Notification["args"];
+  args.forEach((v, i) => (a[i] = BigInt(v)));
+  return { id: 1n, tid: 100, nr: 0, arch: 0, args: a };
+};
+
+function wreq(
+  name: string,
+  paths: string[],
+  o: { flags?: number; args?: number[]; fd?: boolean; atFlags?: number } = {},
+) {
+  const call = WRITE_CALLS.find((c) => c.name === name)!;
+  const ends: End[] = paths.map((p) =>
+    p === "?"
+      ? { path: "(a file name that is not UTF-8)", anon: false, unreadable: true }
+      : p.startsWith("anon:")
+      ? { path: p, anon: true }
+      : { path: p, anon: false }
+  );
+  const req: WriteRequest = {
+    op: "write",
+    n: notif(o.args),
+    call,
+    ends,
+    fdCopy: o.fd ? 99 : -1,
+    flags: o.flags ?? 0,
+    atFlags: o.atFlags ?? 0,
+  };
+  return req;
+}
+
+/** A decision in one short line, for the tables. */
+function show(d: Decision): string {
+  switch (d.answer) {
+    case "continue":
+      return d.at ? `continue ${d.at}` : "continue";
+    case "perform":
+      return `perform (${d.by})`;
+    case "deny":
+      return `deny${d.errno ? ` errno ${d.errno}` : ""}: ${d.shown}${d.suggest ? ` [${d.suggest}]` : ""}`;
+    case "fail":
+      return `fail ${d.errno}`;
+    case "ask":
+      return `ask ${d.end}${d.asking && d.asking > 1 ? ` (${d.asking} ends)` : ""}${d.warning ? " !" : ""}`;
+    case "pty":
+      return `pty, else ${show(d.otherwise)}`;
+  }
+}
+
+const O_WRONLY = 0o1, O_RDWR = 0o2, O_CREAT = 0o100, O_EXCL = 0o200, O_TMPFILE = 0o20200000;
+
+Deno.test("decide(write): every call kind and every answer", () => {
+  const c = dctx();
+  const table: [WriteRequest, string][] = [
+    // continue: allowed, in an untainted floor tree, a call Landlock covers
+    [wreq("openat", ["/q/a"], { flags: O_WRONLY | O_CREAT }), "continue"],
+    [wreq("mkdirat", ["/q/d"]), "continue"],
+    [wreq("unlinkat", ["/q/a"]), "continue"],
+    [wreq("renameat2", ["/q/a", "/q/b"]), "continue"],
+    [wreq("linkat", ["/q/a", "/q/b"]), "continue"],
+    [wreq("symlinkat", ["/q/l"]), "continue"],
+    [wreq("truncate", ["/q/a"]), "continue"],
+    [wreq("mknodat", ["/q/fifo"], { args: [0, 0, 0o10644] }), "continue"],
+    [wreq("openat", ["anon:pipe:[7]"], { flags: O_WRONLY }), "continue"], // a pipe through /proc/PID/fd
+    // perform: allowed but Landlock does not cover the call, an fd form, a tainted floor, outside the floor
+    [wreq("fchmodat", ["/q/a"], { args: [0, 0, 0o644] }), "perform (rule)"],
+    [wreq("fchownat", ["/q/a"]), "perform (rule)"],
+    [wreq("utimensat", ["/q/a"]), "perform (rule)"],
+    [wreq("setxattr", ["/q/a"]), "deny errno 1: a security or trusted extended attribute: /q/a"], // name unread
+    [wreq("removexattr", ["/q/a"]), "perform (rule)"],
+    [wreq("fchmod", ["/q/a"], { fd: true, args: [0, 0o600] }), "perform (rule)"],
+    [wreq("fchown", ["/q/a"], { fd: true }), "perform (rule)"],
+    [wreq("linkat", ["/q/a", "/q/b"], { fd: true }), "perform (rule)"], // linkat(fd, "", …, AT_EMPTY_PATH)
+    [wreq("openat", ["/p/a"], { flags: O_WRONLY }), "perform (rule)"], // /p holds a deny rule
+    [wreq("openat", ["/out/ok"], { flags: O_WRONLY }), "perform (rule)"], // allowed outside the floor
+    [wreq("renameat2", ["/q/a", "/out/ok"]), "perform (rule)"], // one end outside the floor
+    [wreq("openat", ["/out/x"], { flags: O_TMPFILE | O_WRONLY }), "perform (unnamed temporary file)"],
+    // deny: a rule, another process's /proc, privilege left behind, a read-protected file carried away
+    [wreq("openat", ["/p/secret/k"], { flags: O_WRONLY }), "deny: /p/secret/k"],
+    [wreq("renameat2", ["/q/a", "/p/secret/k"]), "deny: /q/a → /p/secret/k"],
+    [wreq("renameat2", ["/p/secret/k", "/out/new"]), "deny: /p/secret/k → /out/new"], // deny beats ask
+    [wreq("openat", ["/proc/1/mem"], { flags: O_WRONLY }), "deny: /proc/1/mem"],
+    [wreq("fchmodat", ["/q/a"], { args: [0, 0, 0o4755] }), "deny errno 1: setuid/setgid bits: /q/a"],
+    [
+      wreq("openat", ["/q/a"], { flags: O_CREAT | O_WRONLY, args: [0, 0, O_CREAT | O_WRONLY, 0o2755] }),
+      "deny errno 1: setuid/setgid bits: /q/a",
+    ],
+    [wreq("mknodat", ["/q/dev"], { args: [0, 0, 0o20644] }), "deny errno 1: a device node: /q/dev"],
+    [wreq("renameat2", ["/q/keys/id", "/q/x"]), "deny: a read-protected file: /q/keys/id → /q/x"],
+    [wreq("linkat", ["/q/keys", "/q/x"]), "deny: a read-protected file: /q/keys → /q/x"], // a directory holding one
+    // an open that also reads a read-protected file, whatever the rules (only --allow-read lifts it)
+    [
+      wreq("openat", ["/q/keys/id"], { flags: O_RDWR }),
+      "deny: opened for reading, a read-protected file: /q/keys/id",
+    ],
+    [
+      wreq("openat", ["/q/keys/id"], { flags: O_CREAT }),
+      "deny: opened for reading, a read-protected file: /q/keys/id",
+    ],
+    [wreq("openat", ["/q/keys/id"], { flags: O_WRONLY | O_CREAT }), "continue"], // writing only: Landlock's
+    // fail: what would ask but cannot change anything, answered as the kernel would
+    [wreq("mkdirat", ["/out/there"]), "fail 17"],
+    [wreq("unlinkat", ["/out/gone"]), "fail 2"],
+    [wreq("openat", ["/out/gone"], { flags: O_WRONLY }), "fail 2"],
+    [wreq("openat", ["/out/there"], { flags: O_WRONLY | O_CREAT | O_EXCL }), "fail 17"],
+    [wreq("renameat2", ["/out/gone", "/out/y"]), "fail 2"],
+    [wreq("renameat2", ["/out/src", "/out/there"], { atFlags: 1 }), "fail 17"], // RENAME_NOREPLACE
+    [wreq("renameat2", ["/out/src", "/out/none"], { atFlags: 2 }), "fail 2"], // RENAME_EXCHANGE
+    [wreq("linkat", ["/q/a", "/out/there"]), "fail 17"],
+    // ask: outside every rule; two ends; a protected path; another terminal
+    [wreq("openat", ["/out/new"], { flags: O_WRONLY | O_CREAT }), "ask /out/new"],
+    [wreq("renameat2", ["/out/src", "/out/y"]), "ask /out/y (2 ends)"],
+    [wreq("renameat2", ["/out/src", "/q/y"]), "ask /out/src"], // only the source asks
+    [
+      wreq("openat", ["/q/.git/hooks/pre-commit"], { flags: O_WRONLY | O_CREAT }),
+      "ask /q/.git/hooks/pre-commit !",
+    ],
+    [wreq("openat", ["/dev/tty1"], { flags: O_WRONLY }), "ask /dev/tty1 !"],
+    [wreq("openat", ["/out/x"], { flags: O_WRONLY | O_CREAT, fd: false }), "ask /out/x"],
+    // pty: the sandbox's own pty is performed, else what any other terminal gets
+    [wreq("openat", ["/dev/pts/3"], { flags: O_WRONLY }), "pty, else ask /dev/pts/3 !"],
+  ];
+  for (const [req, want] of table) {
+    assert.equal(show(decide(req, c)), want, `${req.call.name} ${req.ends.map((e) => e.path).join(" ")}`);
+  }
+  // Not UTF-8: only where Landlock decides anyway (no floor tree holds a deny rule), by a call it covers.
+  assert.equal(show(decide(wreq("openat", ["?"]), dctx({ tainted: [] }))), "continue");
+  assert.equal(show(decide(wreq("renameat2", ["/q/a", "?"]), dctx({ tainted: [] }))), "continue");
+  assert.equal(show(decide(wreq("openat", ["?"]), c)), "deny: (a file name that is not UTF-8)"); // /p is tainted
+  assert.equal(show(decide(wreq("fchmodat", ["?"]), c)), "deny: (a file name that is not UTF-8)");
+  // --allow-privileged-files: an ordinary write; in a container, /dev/pts is the container's own.
+  const priv = dctx({ allowPrivileged: true });
+  assert.equal(show(decide(wreq("fchmodat", ["/q/a"], { args: [0, 0, 0o4755] }), priv)), "perform (rule)");
+  assert.equal(
+    show(decide(wreq("openat", ["/dev/pts/3"], { flags: O_WRONLY }), dctx({ container: true }))),
+    "ask /dev/pts/3 !",
+  );
+});
+
+Deno.test("decide(exec): continue, deny (a rule, the loader), ask (no rule, anonymous, an interpreter), fail", () => {
+  const c = dctx();
+  const ereq = (path: string, o: { anon?: boolean; runErrno?: number } = {}): ExecRequest => ({
+    op: "exec",
+    n: notif(),
+    at: false,
+    end: { path, anon: o.anon === true },
+    runErrno: o.runErrno ?? 0,
+  });
+  const table: [ExecRequest, string][] = [
+    [ereq("/usr/bin/git"), "continue /usr/bin/git"],
+    [ereq("/usr/bin/rm"), "deny: /usr/bin/rm"],
+    [
+      ereq("/usr/lib64/ld-linux-x86-64.so.2"),
+      "deny: /usr/lib64/ld-linux-x86-64.so.2 (the dynamic loader as a program: allowed only by a rule naming it) [/usr/lib64/ld-linux-x86-64.so.2]",
+    ],
+    [ereq("/opt/tool"), "ask /opt/tool"],
+    [ereq("anon:/memfd:x (deleted)", { anon: true }), "ask anon:/memfd:x (deleted)"],
+    [ereq("/usr/bin/s2"), "ask /opt/py"], // an allowed script whose interpreter no rule allows
+    [ereq("/usr/bin/nothere", { runErrno: 2 }), "fail 2"],
+    [unreadableExec(notif(), false), "deny: (a program name that is not UTF-8)"],
+  ];
+  for (const [req, want] of table) assert.equal(show(decide(req, c)), want, req.end.path);
+});
+
+Deno.test("decide(bind): a socket file is a write of a name", () => {
+  const c = dctx();
+  const breq = (path: string, exists = false, unreadable = false): BindRequest => ({
+    op: "bind",
+    n: notif(),
+    end: { path, anon: false, unreadable },
+    exists,
+  });
+  const table: [BindRequest, string][] = [
+    [breq("/q/s.sock"), "perform (floor)"], // performed in the floor too: the sandbox's own socket is known
+    [breq("/out/ok"), "perform (rule)"],
+    [breq("/p/secret/s"), "deny: /p/secret/s"],
+    [breq("/p/secret/s", true), "deny: /p/secret/s"], // denied before EADDRINUSE, as before
+    [breq("/q/there", true), "fail 98"], // EADDRINUSE
+    [breq("/out/s.sock"), "ask /out/s.sock"],
+    [breq("(a socket path that is not UTF-8)", false, true), "deny: (a socket path that is not UTF-8)"],
+  ];
+  for (const [req, want] of table) assert.equal(show(decide(req, c)), want, req.end.path);
+});
+
+Deno.test("decideConnect: performed, denied by a rule, asked", () => {
+  const base = dctx({
+    policy: new Policy(rules("allow connect 10.0.0.1:443\ndeny connect 10.0.0.2:443"), {
+      home: "/home/me",
+      cwd: "/p",
+      lookup: () => null,
+    }),
+  });
+  const tcp = (addr: string, port: number): ConnectTarget => ({ family: "inet", proto: "tcp", addr, port });
+  const unix = (path: string): ConnectTarget => ({ family: "unix", path });
+  const off = { ...base, mediate: { exec: true, connect: false } };
+  const table: [string, NetKind, ConnectTarget | null, boolean, DecideContext, string][] = [
+    ["no destination", "sendto", null, false, base, "perform (not a destination)"],
+    ["loopback listener", "listen", tcp("127.0.0.1", 80), false, base, "perform (a loopback listener)"],
+    ["own socket", "connect", unix("/q/s.sock"), true, base, "perform (the sandbox's own socket)"],
+    [
+      "not mediated",
+      "connect",
+      tcp("10.0.0.9", 443),
+      false,
+      off,
+      "perform (network connects are not mediated)",
+    ],
+    ["a rule allows", "connect", tcp("10.0.0.1", 443), false, base, "perform (rule)"],
+    ["a rule denies", "connect", tcp("10.0.0.2", 443), false, base, "deny: D [tcp:10.0.0.2:443]"],
+    ["no rule", "connect", tcp("10.0.0.9", 443), false, base, "ask D"],
+    ["unix, not mediated for IP", "connect", unix("/run/x.sock"), false, off, "ask D"], // unix: every mode
+    ["a listener on all addresses", "listen", tcp("0.0.0.0", 80), false, base, "ask D"],
+  ];
+  for (const [what, kind, t, own, c, want] of table) {
+    assert.equal(show(decideConnect(kind, t, own, c, "D")), want, what);
+  }
+});
+
+Deno.test("decideAnswered: once grants what was shown; a scope that leaves an end out asks again, then denies", () => {
+  const c = dctx();
+  const call = (n: string) => WRITE_CALLS.find((x) => x.name === n)!;
+  const e = (p: string): End => ({ path: p, anon: false });
+  // once: every end, as performed (one is outside the floor) or continued (both in the floor)
+  assert.equal(
+    show(decideAnswered(c, call("renameat2"), [e("/out/src"), e("/out/y")], false, true, 2)),
+    "perform (answer)",
+  );
+  assert.equal(
+    show(decideAnswered(c, call("renameat2"), [e("/q/a"), e("/q/b")], false, true, 1)),
+    "continue",
+  );
+  assert.equal(show(decideAnswered(c, call("fchmodat"), [e("/q/a")], false, true, 1)), "perform (answer)");
+  // a scope that covers one of two asking ends: asked again about the other
+  assert.equal(
+    show(decideAnswered(c, call("renameat2"), [e("/q/a"), e("/out/y")], false, false, 2)),
+    "ask /out/y",
+  );
+  // ... and an answer that covers nothing new denies
+  assert.equal(
+    show(decideAnswered(c, call("renameat2"), [e("/out/a"), e("/out/y")], false, false, 2)),
+    "deny: /out/a → /out/y",
+  );
+  // a rule that denies an end meanwhile
+  assert.equal(
+    show(decideAnswered(c, call("renameat2"), [e("/q/a"), e("/p/secret/x")], false, true, 1)),
+    "deny: /q/a → /p/secret/x",
+  );
+  // a bind (no write call): performed
+  assert.equal(show(decideAnswered(c, null, [e("/q/s.sock")], false, true, 1)), "perform (answer)");
 });

@@ -34,6 +34,7 @@ import { AF, ALLOWED_FAMILIES, effectiveTarget, IPPROTO } from "../policy/socket
 import { baseDir, pathExists, resolvePath } from "./resolve.ts";
 import { view } from "./view.ts";
 import { unixAddr } from "../../ffi/unix_socket.ts";
+import type { Respond } from "./respond.ts";
 
 const EACCES = 13, EFAULT = 14, EINVAL = 22, EMSGSIZE = 90, EOPNOTSUPP = 95, ECONNREFUSED = 111;
 const EINPROGRESS = 115, EAGAIN = 11;
@@ -154,12 +155,15 @@ function writeAddr(sa: Uint8Array, text: string): void {
 }
 
 export class NetMediator {
+  /** Reads the caller's memory. */
   readonly #nfd: NotifyFd;
+  /** Answers the kernel (lib/supervisor/respond.ts). */
+  readonly #respond: Respond;
   readonly #mediateConnect: boolean;
   /** Operations waiting for their socket: a blocking connect, or a send that would block. */
   readonly pending = new Map<
     number,
-    { n: Notification; fd: number; since: number; op?: NetOp; tries?: number }
+    { n: Notification; fd: number; since: number; op?: NetOp; tries?: number; counted?: boolean }
   >();
   /**
    * Unix sockets the sandbox bound itself (lib/supervisor/mediator.ts #bind performs those binds): socket
@@ -169,8 +173,9 @@ export class NetMediator {
   readonly ownFiles = new Set<string>();
   readonly ownAbstract = new Map<string, number>();
 
-  constructor(nfd: NotifyFd, mediateConnect: boolean) {
+  constructor(nfd: NotifyFd, respond: Respond, mediateConnect: boolean) {
     this.#nfd = nfd;
+    this.#respond = respond;
     this.#mediateConnect = mediateConnect;
   }
 
@@ -500,14 +505,12 @@ export class NetMediator {
   }
 
   #answer(n: Notification, r: number): void {
-    if (!this.#nfd.idValid(n.id)) return;
-    if (r >= 0) this.#nfd.succeed(n.id, r);
-    else this.#nfd.fail(n.id, -r);
+    this.#respond.performed(n, r, true);
   }
 
   /** A blocking connect the fast path started on `fd` (our copy of the socket): answered when it completes. */
   waitFor(n: Notification, fd: number): void {
-    if (fd >= 0) this.pending.set(fd, { n, fd, since: Date.now() });
+    if (fd >= 0) this.pending.set(fd, { n, fd, since: Date.now(), counted: true });
   }
 
   /** A pending connect or send's socket became writable (or failed): finish it. */
@@ -516,19 +519,22 @@ export class NetMediator {
     if (!p) return;
     this.pending.delete(fd);
     if (p.op) {
-      if (!this.#nfd.idValid(p.n.id)) return this.release(p.op);
+      if (!this.#respond.valid(p.n)) return this.release(p.op);
       this.perform(p.n, p.op, p.tries ?? 0); // may wait again
       return;
     }
     const err = socketError(fd);
-    this.#answer(p.n, err === 0 ? 0 : -Math.abs(err));
+    const r = err === 0 ? 0 : -Math.abs(err);
+    // The fast path counted the connects it started (waitFor); ours are counted when answered.
+    if (p.counted) this.#respond.result(p.n, r);
+    else this.#answer(p.n, r);
     fs.close(fd);
   }
 
   /** Pending operations whose program thread is gone. */
   sweep(): void {
     for (const [fd, p] of this.pending) {
-      if (!this.#nfd.idValid(p.n.id)) {
+      if (!this.#respond.valid(p.n)) {
         this.pending.delete(fd);
         if (p.op) this.release(p.op);
         else fs.close(fd);

@@ -15,7 +15,8 @@
  */
 import { cstr, readlink } from "../../ffi/libc.ts";
 import { fs } from "../../ffi/fsops.ts";
-import { type Notification, type NotifyFd, openat2, RESOLVE } from "../../ffi/notify.ts";
+import { type Notification, openat2, RESOLVE } from "../../ffi/notify.ts";
+import type { Respond } from "./respond.ts";
 import type { ReadProtection } from "../policy/secrets.ts";
 
 export const ANOTHER_TERMINAL =
@@ -144,7 +145,7 @@ const VALID_OPEN_FLAGS = 0o37777703;
  * the sandbox's pty (or not a pty at all): decide it as any other write.
  */
 export function openOwnPty(
-  nfd: NotifyFd,
+  respond: Respond,
   n: Notification,
   flags: number,
   path: string,
@@ -167,9 +168,10 @@ export function openOwnPty(
     // What we hold is pty N (its name in devpts is its index), and while we hold it N stays this pty.
     const st = Deno.statSync(`/proc/self/fd/${fd}`);
     if (!st.isCharDevice || !holdsMaster(sandboxPids(launcherPid), Number(m[1]))) return false;
-    if (!nfd.idValid(n.id)) return true;
-    const r = nfd.addFdAndReturn(n.id, fd, (flags & O_CLOEXEC) !== 0);
-    if (r < 0) nfd.fail(n.id, -r);
+    if (!respond.valid(n)) return true;
+    const r = respond.addFd(n, fd, (flags & O_CLOEXEC) !== 0);
+    if (r < 0) respond.performed(n, r);
+    else respond.performedSent();
     return true;
   } finally {
     fs.close(fd);

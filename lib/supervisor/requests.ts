@@ -13,7 +13,7 @@ import {
 } from "../policy/connect_dest.ts";
 import { formatScope, isGlobTarget, scopeCovers } from "../policy/path_scope.ts";
 import { type DecodedRequest, decodeRequestBytes, LINUX_ERRNO as E } from "../policy/request_protocol.ts";
-import type { Answer, Op, Question, Rule } from "../types.ts";
+import type { Answer, Op, Rule } from "../types.ts";
 import type { Mediator } from "./mediator.ts";
 import { baseDir, resolvePath } from "./resolve.ts";
 import type { SessionConfig } from "./session_config.ts";
@@ -98,27 +98,20 @@ export class RequestHandler {
 
     // Ask.
     const m = this.#m;
-    const pid = m.proc.tgid(n.tid);
-    const qid = m.nextQid();
+    const qid = m.questions.nextQid();
     const scopes = req.op === "write" && !target.endsWith("/**")
       ? suggestScopes(target, { home: this.#cfg.home, project: this.#cfg.project }).scopes
       : [target];
-    const q: Question = {
-      id: qid,
+    const q = m.questions.build(qid, n.tid, {
       op: req.op,
-      pid,
-      name: m.proc.comm(pid),
-      exe: m.proc.exe(pid),
       target,
       syscall: "request",
-      chain: m.proc.chain(pid),
       suggestedScope: target,
       scopes: scopes.includes(target) ? scopes : [target, ...scopes],
       reason: req.reason,
       requestedForMs: req.forMs,
       requestTimeoutMs: req.timeoutMs,
-    };
-    if (this.#cfg.container) q.container = this.#cfg.container.identity;
+    });
     this.#pending.set(qid, { n, req, target });
     m.postToMain({ t: "ask", q, key: `request\0${req.op}\0${target}\0${req.forMs ?? ""}` });
   }

@@ -27,13 +27,17 @@ import {
   PROCESS_CALLS,
 } from "../filter/filter_sys.ts";
 import type { Policy } from "../policy/policy.ts";
+import type { Respond } from "./respond.ts";
 
 const EPERM = 1, ESRCH = 3;
 
 type Kind = "process" | "keyring" | "ioctl";
 
 export interface SysCallContext {
+  /** Reads the caller's memory. */
   nfd: NotifyFd;
+  /** Answers the kernel and counts the answers (lib/supervisor/respond.ts). */
+  respond: Respond;
   policy: Policy;
   launcherPid: number;
   /** `hallpass agent`: pids are the container's; its pid namespace is the boundary (see below). */
@@ -41,10 +45,6 @@ export interface SysCallContext {
   allowKeyring: boolean;
   /** Reports a refusal (the denial line, the summary, the log). */
   denied: (n: Notification, syscall: string, op: string, target: string, suggest: string) => void;
-  /** Counts a continued call. */
-  continued: () => void;
-  /** Counts a call the supervisor performed. */
-  performed: () => void;
   /** The process (thread group) of a thread. */
   tgid: (tid: number) => number;
 }
@@ -126,8 +126,7 @@ export class SysCalls {
   }
 
   #continue(n: Notification): void {
-    if (this.#c.nfd.idValid(n.id)) this.#c.nfd.continue(n.id);
-    this.#c.continued();
+    this.#c.respond.continue(n, true);
   }
 
   #refuse(
@@ -138,9 +137,9 @@ export class SysCalls {
     suggest: string,
     errno: number,
   ): void {
-    if (!this.#c.nfd.idValid(n.id)) return;
+    if (!this.#c.respond.valid(n)) return;
     this.#c.denied(n, syscall, op, target, suggest);
-    this.#c.nfd.fail(n.id, errno);
+    this.#c.respond.deny(n, errno);
   }
 
   #process(n: Notification, name: string): void {
@@ -154,7 +153,7 @@ export class SysCalls {
     const inside = inSandbox(target, this.#c.launcherPid);
     if (inside === true) return this.#continue(n);
     if (inside === "none") {
-      if (this.#c.nfd.idValid(n.id)) this.#c.nfd.fail(n.id, ESRCH);
+      this.#c.respond.error(n, ESRCH);
       return;
     }
     this.#refuse(n, name, "process", `pid ${target} (outside the sandbox)`, "", EPERM);
@@ -173,7 +172,7 @@ export class SysCalls {
     const pid = this.#c.tgid(n.tid);
     const copy = getRemoteFd(pid, fd);
     if (copy < 0) {
-      if (this.#c.nfd.idValid(n.id)) this.#c.nfd.fail(n.id, copy === -9 ? 9 : EPERM);
+      this.#c.respond.error(n, copy === -9 ? 9 : EPERM);
       return;
     }
     try {
@@ -184,16 +183,14 @@ export class SysCalls {
       if (how === "continue") return this.#continue(n); // the kernel requires an fd open for writing
       const arg = how.size === 0 ? new Uint8Array(8) : this.#c.nfd.readBytes(n.tid, n.args[2], how.size);
       if (arg === null) {
-        if (this.#c.nfd.idValid(n.id)) this.#c.nfd.fail(n.id, 14 /* EFAULT */);
+        this.#c.respond.error(n, 14 /* EFAULT */);
         return;
       }
-      if (!this.#c.nfd.idValid(n.id)) return;
+      if (!this.#c.respond.valid(n)) return;
       const buf = new Uint8Array(Math.max(8, arg.length));
       buf.set(arg);
       const r = ioctlBuffer(copy, req, buf);
-      if (r < 0) this.#c.nfd.fail(n.id, -r);
-      else this.#c.nfd.succeed(n.id, r);
-      this.#c.performed();
+      this.#c.respond.performed(n, r);
     } finally {
       close(copy);
     }

@@ -194,16 +194,13 @@ async function main(): Promise<void> {
     }
   }
   if (fast) {
-    const f = fast.stats();
-    m.stats.notifications += f.continued + f.emulated + f.refused;
-    m.stats.continued += f.continued;
-    m.stats.emulated += f.emulated;
+    m.respond.addFast(fast.stats());
     fast.close();
   }
   m.close();
   root?.close();
   // The listener stays open: its owner closes it (the agent hands it to its successor).
-  post({ t: "stopped", stats: m.stats });
+  post({ t: "stopped", stats: m.respond.stats });
   self.close();
 }
 

@@ -491,6 +491,46 @@ agentTest(
   },
 );
 
+agentTest(
+  'a connect question carries the pod (it showed "(no pod)" and shared one flood limit with every pod)',
+  async () => {
+    const server = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const port = (server.addr as Deno.NetAddr).port;
+    const serving = (async () => {
+      for await (const c of server) c.close();
+    })();
+    try {
+      await withAnswerAgent(RULES, [], async (dir, socket, _agent, api) => {
+        await makeBundle(`${dir}/b`, {
+          socket,
+          namespace: "net",
+          pod: "fetcher",
+          container: "main",
+          connect: true,
+          hostNetwork: true,
+          script: `wget -q -O- http://127.0.0.1:${port}/; echo "w=$?"`,
+        });
+        const run = runContainer("runc", `${dir}/b`, containerId("askconnect"));
+        let q:
+          | { id: number; digest: string; op: string; container: { pod: string; namespace: string } }
+          | undefined;
+        await until(async () => {
+          const list = await (await api("/api/questions")).json();
+          q = list.questions.find((x: { op: string }) => x.op === "connect");
+          return q !== undefined;
+        }, "the connect question");
+        assertEquals([q!.container.namespace, q!.container.pod], ["net", "fetcher"]);
+        await answer(api, q!, "deny");
+        const r = await run;
+        assert(/w=[1-9]/.test(r.stdout), r.stdout + r.stderr);
+      });
+    } finally {
+      server.close();
+      await serving.catch(() => {});
+    }
+  },
+);
+
 /** Opens `n` connections to `port` from 127.0.0.2 that send half a request head and trickle a byte twice a second. */
 const SLOW_CLIENTS = `
 const net = require("net");
