@@ -249,9 +249,10 @@ export class Mediator {
         // With --log, name the process before answering: once answered, it may exit at once.
         const who = this.#report.who(n.tid);
         this.respond.continue(n);
+        if (!who) return;
         const target = p.targets.map((t) => t.path).join(" → ");
         const rec = p.exec ? { op: "exec", target } : { op: "write", syscall, target };
-        if (who) this.#report.line({ ...who, ...rec, decision: "allow", by: by ?? "rule" });
+        this.#report.line({ ...who, ...rec, decision: "allow", by: by ?? "rule" });
         return;
       }
       case "perform":
