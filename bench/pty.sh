@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The pty-throughput row: `seq 1 N` printed to a real terminal (a tmux pane, 100×30), bare and under hallpass
-# (which then runs the command on its own pty and copies its output to the terminal). Wall time of the command,
-# start-up of hallpass excluded (`hallpass -q -- true` measured in the same pane and subtracted), median of R
-# interleaved repetitions. See bench/README.md.
+# (which then runs the command on its own pty and copies its output to the terminal: the C relay,
+# helper/relay/relay.c). Wall time of the command, start-up of hallpass excluded (`hallpass -q -- true` measured
+# in the same pane, right after, and subtracted), R interleaved repetitions: median [min–max] of each, the ratio
+# of the medians (the row's verdict) and the median [min–max] of the R pairwise ratios. See bench/README.md.
 #
-#   bash bench/pty.sh            # N=2000000, R=5
+#   bash bench/pty.sh                              # N=2000000, R=5
 #   PTY_N=5000000 PTY_REPEAT=3 bash bench/pty.sh
+#   PTY_JS=1 bash bench/pty.sh                     # also a row for the JavaScript pump (HALLPASS_PTY_RELAY=0)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 N=${PTY_N:-2000000}
@@ -15,6 +17,8 @@ command -v tmux >/dev/null || { echo "bench/pty.sh: tmux is needed" >&2; exit 1;
 D=$(mktemp -d)
 SOCK=hp-bench-pty-$$
 trap 'tmux -L $SOCK kill-server 2>/dev/null; rm -rf "$D"' EXIT
+JS=""
+[ -n "${PTY_JS:-}" ] && JS="t \"$D/js.\$i\" env HALLPASS_PTY_RELAY=0 \"$HALLPASS\" -q -- seq 1 $N"
 cat >"$D/pane.sh" <<SCRIPT
 t() { out=\$1; shift; s=\$(date +%s%N); "\$@"; e=\$(date +%s%N); echo \$(( (e - s) / 1000 )) > "\$out"; }
 cd "$D"
@@ -23,17 +27,33 @@ for i in \$(seq $R); do
 	t "$D/bare.\$i" seq 1 $N
 	t "$D/hp.\$i" "$HALLPASS" -q -- seq 1 $N
 	t "$D/true.\$i" "$HALLPASS" -q -- true
+	$JS
 done
 touch "$D/done"
 sleep 600
 SCRIPT
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
 tmux -L "$SOCK" -f /dev/null new-session -d -x 100 -y 30 "sh $D/pane.sh"
 while [ ! -e "$D/done" ]; do sleep 0.5; done
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-bare=$(cat "$D"/bare.[0-9]* | median)
-hp=$(cat "$D"/hp.[0-9]* | median)
-st=$(cat "$D"/true.[0-9]* | median)
-awk -v b="$bare" -v h="$hp" -v s="$st" -v n="$N" -v r="$R" 'BEGIN {
-	printf "| pty throughput: seq 1 %d to a tmux pane, s (median of %d) | %.3f | %.3f (%.2f×) | start-up %.3f s subtracted; ≤ 1.2× bare: %s |\n",
-		n, r, b / 1e6, (h - s) / 1e6, (h - s) / b, s / 1e6, ((h - s) / b <= 1.2 ? "**met**" : "**missed**")
-}'
+load1=$(cut -d' ' -f1-3 /proc/loadavg)
+# One row: label, then the files' runs (hallpass rows: start-up of the same repetition subtracted).
+row() {
+	local label=$1 kind=$2
+	for i in $(seq "$R"); do
+		echo "$(cat "$D/bare.$i") $(cat "$D/$kind.$i") $(cat "$D/true.$i")"
+	done | awk -v label="$label" -v n="$N" -v r="$R" -v l0="$load0" -v l1="$load1" '
+		function med(a, k,   i, j, t) { for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+			return a[int((k + 1) / 2)] }
+		function lo(a, k,   i, m) { m = a[1]; for (i = 2; i <= k; i++) if (a[i] < m) m = a[i]; return m }
+		function hi(a, k,   i, m) { m = a[1]; for (i = 2; i <= k; i++) if (a[i] > m) m = a[i]; return m }
+		{ k++; b[k] = $1 / 1e6; h[k] = ($2 - $3) / 1e6; s[k] = $3 / 1e6; q[k] = b[k] > 0 ? h[k] / b[k] : 0 }
+		END {
+			bl = lo(b, k); bh = hi(b, k); hl = lo(h, k); hh = hi(h, k); ql = lo(q, k); qh = hi(q, k)
+			bm = med(b, k); hm = med(h, k); sm = med(s, k); qm = med(q, k)
+			printf "| %s: `seq 1 %d` to a tmux pane, s (median [min–max] of %d; load %s → %s) | %.3f [%.3f–%.3f] | %.3f [%.3f–%.3f] (%.2f×) | pairs %.2f× [%.2f–%.2f]; start-up %.3f s subtracted; ≤ 1.2× bare: %s |\n",
+				label, n, r, l0, l1, bm, bl, bh, hm, hl, hh, hm / bm, qm, ql, qh, sm, (hm / bm <= 1.2 ? "**met**" : "**missed**")
+		}'
+}
+row "pty throughput" hp
+[ -n "$JS" ] && row "the same, JavaScript pump (HALLPASS_PTY_RELAY=0)" js
+exit 0

@@ -347,6 +347,16 @@ if [ -n "${AVAIL[hallpass]}" ] && [ -z "${BENCH_NO_STARTUP:-}" ]; then
 			printf '| bench/startup.sh failed (stderr above) | | | | |\n'
 	} >>"$BASE/table.md"
 fi
+# The pty-throughput row (bench/pty.sh, needs tmux): bare vs hallpass's pty and its C relay.
+if [ -n "${AVAIL[hallpass]}" ] && [ -z "${BENCH_NO_PTY:-}" ] && command -v tmux >/dev/null; then
+	log "pty-throughput row (bench/pty.sh)"
+	{
+		printf '\n## Output through the pty (`%sbash bench/pty.sh`, interleaved)\n\n' "${QUICK:+PTY_N=200000 PTY_REPEAT=3 }"
+		printf '| what | bare | hallpass | pairs, start-up, target |\n|---|---|---|---|\n'
+		PTY_N=${PTY_N:-${QUICK:+200000}} PTY_REPEAT=${PTY_REPEAT:-${QUICK:+3}} HALLPASS=$HALLPASS bash "$BENCH/pty.sh" ||
+			printf '| bench/pty.sh failed (stderr above) | | | |\n'
+	} >>"$BASE/table.md"
+fi
 
 mkdir -p "$(dirname "$OUT")"
 cp "$BASE/table.md" "$OUT"
