@@ -8,6 +8,7 @@
 #   bash bench/pty.sh                              # N=2000000, R=5
 #   PTY_N=5000000 PTY_REPEAT=3 bash bench/pty.sh
 #   PTY_JS=1 bash bench/pty.sh                     # also a row for the JavaScript pump (HALLPASS_PTY_RELAY=0)
+#   PTY_SCRIPT=1 bash bench/pty.sh                 # also a row for script(1): what any pty relay costs
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 N=${PTY_N:-2000000}
@@ -19,6 +20,9 @@ SOCK=hp-bench-pty-$$
 trap 'tmux -L $SOCK kill-server 2>/dev/null; rm -rf "$D"' EXIT
 JS=""
 [ -n "${PTY_JS:-}" ] && JS="t \"$D/js.\$i\" env HALLPASS_PTY_RELAY=0 \"$HALLPASS\" -q -- seq 1 $N"
+# A plain pty relay for reference: util-linux script(1) (no filter, no screen model, no sandbox).
+SCR=""
+[ -n "${PTY_SCRIPT:-}" ] && command -v script >/dev/null && SCR="t \"$D/script.\$i\" script -q /dev/null -c \"seq 1 $N\""
 cat >"$D/pane.sh" <<SCRIPT
 t() { out=\$1; shift; s=\$(date +%s%N); "\$@"; e=\$(date +%s%N); echo \$(( (e - s) / 1000 )) > "\$out"; }
 cd "$D"
@@ -28,6 +32,7 @@ for i in \$(seq $R); do
 	t "$D/hp.\$i" "$HALLPASS" -q -- seq 1 $N
 	t "$D/true.\$i" "$HALLPASS" -q -- true
 	$JS
+	$SCR
 done
 touch "$D/done"
 sleep 600
@@ -40,7 +45,8 @@ load1=$(cut -d' ' -f1-3 /proc/loadavg)
 row() {
 	local label=$1 kind=$2
 	for i in $(seq "$R"); do
-		echo "$(cat "$D/bare.$i") $(cat "$D/$kind.$i") $(cat "$D/true.$i")"
+		# script(1) has no start-up of hallpass's to subtract
+		echo "$(cat "$D/bare.$i") $(cat "$D/$kind.$i") $([ "$kind" = script ] && echo 0 || cat "$D/true.$i")"
 	done | awk -v label="$label" -v n="$N" -v r="$R" -v l0="$load0" -v l1="$load1" '
 		function med(a, k,   i, j, t) { for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
 			return a[int((k + 1) / 2)] }
@@ -56,4 +62,5 @@ row() {
 }
 row "pty throughput" hp
 [ -n "$JS" ] && row "the same, JavaScript pump (HALLPASS_PTY_RELAY=0)" js
+[ -n "$SCR" ] && row "reference: script(1), a pty relay without hallpass" script
 exit 0
