@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 #include <sys/eventfd.h>
 #include <stddef.h>
@@ -47,17 +48,21 @@ enum { ST_USED = 0, ST_WRITTEN = 1, ST_HANDOFF_AT = 2, ST_HANDOFF_LEN = 3, ST_ER
 
 /* 1 when the output filter passes buf[0, n) unchanged and stays in its ground state (see the file comment). */
 int hallpass_relay_plain(const uint8_t *buf, size_t n) {
-	for (size_t i = 0; i < n; i++) {
-		uint8_t b = buf[i];
-		if (b != 0x1b && b != 0xc2) continue;
-		if (i + 1 >= n) return 0;
-		uint8_t c = buf[i + 1];
-		if (b == 0xc2) {
-			if (c == 0x9d || c == 0x90) return 0;
-			continue;
+	/* Only ESC and C2 start anything the filter acts on: found with memchr (most output has neither). */
+	for (int k = 0; k < 2; k++) {
+		const uint8_t lead = k == 0 ? 0x1b : 0xc2;
+		const uint8_t *p = buf, *end = buf + n;
+		while ((p = memchr(p, lead, (size_t)(end - p))) != 0) {
+			if (p + 1 >= end) return 0;
+			uint8_t c = p[1];
+			if (lead == 0xc2) {
+				if (c == 0x9d || c == 0x90) return 0;
+			} else {
+				if (c == ']' || c == 'P') return 0;
+				if (c == '[' && (p + 2 >= end || p[2] == '?')) return 0;
+			}
+			p++;
 		}
-		if (c == ']' || c == 'P') return 0;
-		if (c == '[' && (i + 2 >= n || buf[i + 2] == '?')) return 0;
 	}
 	return 1;
 }
@@ -69,15 +74,17 @@ int hallpass_relay_plain(const uint8_t *buf, size_t n) {
  * after the returned index without looking.
  */
 static size_t clean_from(const uint8_t *buf, size_t from, size_t n, size_t clean) {
-	for (size_t i = from; i < n; i++) {
-		uint8_t b = buf[i];
+	/* Backwards from the end: the last byte that is not clean decides (most pieces have none: one pass). */
+	for (size_t i = n; i > from; i--) {
+		uint8_t b = buf[i - 1];
+		if (b >= 0x20 && (b > 0x9f || b < 0x80)) continue;
 		if (b < 0x20) {
-			if (b != '\n' && b != '\r' && b != '\t' && b != '\b') clean = i + 1;
-		} else if (b >= 0x80 && b <= 0x9f && i > 0 && buf[i - 1] == 0xc2) {
-			clean = i + 1;
+			if (b == '\n' || b == '\r' || b == '\t' || b == '\b') continue;
+			return i;
 		}
+		if (i >= 2 && buf[i - 2] == 0xc2) return i; /* the second byte of a UTF-8 C1 control (maybe read before) */
 	}
-	return clean;
+	return clean; /* nothing in [from, n) */
 }
 
 /* clean_from over a whole buffer (for the tests). */
