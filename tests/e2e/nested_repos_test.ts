@@ -8,26 +8,7 @@
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { bare, exists, hallpass, scratch } from "./harness.ts";
 import { test, tool } from "../helpers/skip.ts";
-
-const GIT_ENV = {
-  GIT_AUTHOR_NAME: "t",
-  GIT_AUTHOR_EMAIL: "t@example.invalid",
-  GIT_COMMITTER_NAME: "t",
-  GIT_COMMITTER_EMAIL: "t@example.invalid",
-  GIT_CONFIG_NOSYSTEM: "1",
-  PATH: "/usr/local/bin:/usr/bin:/bin",
-};
-
-async function git(cwd: string, home: string, ...args: string[]): Promise<number> {
-  const r = await new Deno.Command("git", {
-    args,
-    cwd,
-    env: { ...GIT_ENV, HOME: home },
-    stdout: "null",
-    stderr: "null",
-  }).output();
-  return r.code;
-}
+import { GIT_ENV, gitAt as git } from "../helpers/git.ts";
 
 /** Names of the plants; each leaves a marker `M.NAME` in `out` when git run outside runs the sandbox's code. */
 const PLANTS = ["init-sub", "existing", "bare-form", "gitdir-file"] as const;

@@ -6,26 +6,7 @@
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { bare, compileHelper, exists, hallpass, ROOT, scratch } from "./harness.ts";
 import { probeAsync, test, tool } from "../helpers/skip.ts";
-
-const GIT_ENV = {
-  GIT_AUTHOR_NAME: "t",
-  GIT_AUTHOR_EMAIL: "t@example.invalid",
-  GIT_COMMITTER_NAME: "t",
-  GIT_COMMITTER_EMAIL: "t@example.invalid",
-  GIT_CONFIG_NOSYSTEM: "1",
-  PATH: "/usr/local/bin:/usr/bin:/bin",
-};
-
-async function git(cwd: string, ...args: string[]): Promise<number> {
-  const r = await new Deno.Command("git", {
-    args,
-    cwd,
-    env: { ...GIT_ENV, HOME: cwd },
-    stdout: "null",
-    stderr: "null",
-  }).output();
-  return r.code;
-}
+import { git, GIT_ENV } from "../helpers/git.ts";
 
 /**
  * The project's top made a repository of the sandbox's own: git looks for `.git` first, then at the

@@ -15,11 +15,20 @@ export const GIT_ENV = {
 };
 
 /** `git ARGS` in `cwd` (HOME there too: no user configuration), without hallpass: its exit code and output. */
-export async function git(cwd: string, ...args: string[]): Promise<{ code: number; out: string }> {
+export function git(cwd: string, ...args: string[]): Promise<{ code: number; out: string }> {
+  return gitAt(cwd, cwd, ...args);
+}
+
+/** `git ARGS` in `cwd` with HOME at `home`, without hallpass: its exit code and output. */
+export async function gitAt(
+  cwd: string,
+  home: string,
+  ...args: string[]
+): Promise<{ code: number; out: string }> {
   const r = await new Deno.Command("git", {
     args,
     cwd,
-    env: { ...GIT_ENV, HOME: cwd },
+    env: { ...GIT_ENV, HOME: home },
     stdout: "piped",
     stderr: "piped",
   }).output();
