@@ -145,6 +145,7 @@ struct hp_fast {
 	 */
 	int rec_fd;
 	int rec_n;
+	int walk_err; /* in_floor_at(): the directory of a path in the floor or perform region is not there */
 	char rec_path[2][PATH_MAX_BYTES + 1];
 };
 
@@ -402,7 +403,8 @@ static int under_root(struct hp_fast *h, const char *dir, size_t len) { return i
  * at or below a perform root, and touched by no exception. There the decision is "allow", never "floor":
  * the mediator would perform the call, and so may the fast path. 1: yes; 2: a name directly in a directory
  * whose new entries the mediator reports (read-carved): only a call that makes nothing new there (mkdir of what
- * exists); 0: no.
+ * exists); 3: a directory above an exception: yes, except for a rename (which would carry the exception's path
+ * along: lib/policy/protected_paths.ts protectedHit's `names`); 0: no.
  */
 static int perform_ok(struct hp_fast *h, const char *path, size_t len) {
 	if (h->except.bad || h->perform.n == 0) return 0;
@@ -418,7 +420,11 @@ static int perform_ok(struct hp_fast *h, const char *path, size_t len) {
 		if (i > 0 && (i == len || path[i] == '/')) {
 			unsigned f = except_flags(&h->except, path, i, hash);
 			if (f & EX_TREE) return 0;
-			if (i == len) return (f & (EX_EXACT | EX_ABOVE)) || (parent & EX_CHILDREN) ? 0 : (parent & EX_NEWNAMES) ? 2 : 1;
+			if (i == len) {
+				if ((f & EX_EXACT) || (parent & EX_CHILDREN)) return 0;
+				if (parent & EX_NEWNAMES) return (f & EX_ABOVE) ? 0 : 2;
+				return (f & EX_ABOVE) ? 3 : 1;
+			}
 			parent = f;
 		}
 		if (i < len) hash = (hash ^ (unsigned char)path[i]) * 16777619u;
@@ -452,13 +458,14 @@ static void dir_remember(struct hp_fast *h, const char *dir, long long t) {
 	h->cache[i].at = t;
 }
 
-enum { IN_FLOOR = 1, IN_PERFORM = 2, IN_EXISTING = 4 };
+enum { IN_FLOOR = 1, IN_PERFORM = 2, IN_EXISTING = 4, IN_NAMES = 8 };
 
 /*
  * Whether the path argument of a call falls plainly inside the floor (see the file comment). `dirfd` is the
  * call's directory fd (AT_FDCWD for the path forms), `follow` whether the call follows a final symlink.
  * `region`: IN_FLOOR, and IN_PERFORM to accept the perform region too (perform_ok(); then `dfd_out` is
- * needed: the call is performed through it), IN_EXISTING also its names that count only when they exist.
+ * needed: the call is performed through it), IN_EXISTING also its names that count only when they exist,
+ * IN_NAMES for an end of a rename (never a directory above an exception).
  * Returns the region the path is in (IN_FLOOR, IN_PERFORM or IN_EXISTING), or 0: for the mediator.
  */
 static int in_floor_at(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, int follow, int contents,
@@ -537,6 +544,7 @@ static int in_floor_at(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, i
 	int in = IN_FLOOR;
 	if (!under_root(h, full, dirlen)) {
 		int pk = region & IN_PERFORM && dfd_out ? perform_ok(h, full, len) : 0;
+		if (pk == 3) pk = region & IN_NAMES ? 0 : 1;
 		if (pk == 0 || (pk == 2 && !(region & IN_EXISTING))) return 0;
 		in = pk == 2 ? IN_EXISTING : IN_PERFORM;
 	}
@@ -555,6 +563,7 @@ static int in_floor_at(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, i
 			 * kernel, or — should a racing thread create it — Landlock decides. The mediator would continue it
 			 * too. A symlink on the way (ELOOP) or anything else: the mediator resolves it.
 			 */
+			if (errno == ENOENT || errno == ENOTDIR) h->walk_err = errno;
 			return !dfd_out && (errno == ENOENT || errno == ENOTDIR);
 		}
 		if (in == IN_FLOOR) dir_remember(h, dir, t);
@@ -652,7 +661,8 @@ static int fd_in_floor(struct hp_fast *h, int copy) {
 	}
 	if (strncmp(path, "/proc/", 6) == 0) return 0;
 	rec_note(h, path, (size_t)n);
-	return under_root(h, path, (size_t)n) || perform_ok(h, path, (size_t)n) == 1;
+	int pk = under_root(h, path, (size_t)n) ? 1 : perform_ok(h, path, (size_t)n);
+	return pk == 1 || pk == 3;
 }
 
 enum { META_NONE, META_CHMOD, META_CHOWN, META_UTIMENS };
@@ -859,6 +869,22 @@ static int meta(struct hp_fast *h, int listener, const struct seccomp_notif *n) 
 #define VALID_OPEN_FLAGS 037777703 /* the kernel's (x86_64 and aarch64) */
 
 /*
+ * A call on a path in the perform region whose directory is not there (ENOENT, or ENOTDIR through a file),
+ * found by a walk that met no symlink before it: the kernel's own walk fails there too, and the mediator
+ * answers it so before any decision (lib/supervisor/resolve.ts kernelWalkError). Nothing is done. 1.
+ */
+static int walk_error(struct hp_fast *h, int listener, const struct seccomp_notif *n, int err) {
+	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) return 1;
+	struct seccomp_notif_resp resp = {.id = n->id, .error = -err};
+	ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+	h->refused++;
+	char answer[16];
+	snprintf(answer, sizeof answer, "errno:%d", err);
+	rec_answer(h, n, answer);
+	return 1;
+}
+
+/*
  * open, mkdir, unlink, rmdir, rename and symlink in the perform region (perform_ok(): below a directory the sandbox
  * made at the project's top, in a carved directory, below a tree a rule allows outside the floor): performed
  * here exactly as the mediator performs them (lib/supervisor/mediator.ts #emulate), never continued — Landlock
@@ -938,8 +964,10 @@ static int perform_write(struct hp_fast *h, int listener, const struct seccomp_n
 	if (!same_creds(tid, kind == P_OPEN || kind == P_MKDIR ? &umask : NULL)) return 0;
 	int dfd = -1, dfd2 = -1, r;
 	char name[256], name2[256];
+	h->walk_err = 0;
 	int in = in_floor_at(h, tid, dirfd, path, follow, kind == P_OPEN, &dfd, name,
-	                     IN_PERFORM | (kind == P_MKDIR ? IN_EXISTING : 0));
+	                     IN_PERFORM | (kind == P_MKDIR ? IN_EXISTING : 0) | (kind == P_RENAME ? IN_NAMES : 0));
+	if (in == 0 && h->walk_err) return walk_error(h, listener, n, h->walk_err);
 	struct stat st;
 	/* A directory whose new names the mediator reports: only a mkdir of what is there (EEXIST, nothing new). */
 	if (in == IN_EXISTING && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) in = IN_PERFORM;
@@ -948,10 +976,10 @@ static int perform_write(struct hp_fast *h, int listener, const struct seccomp_n
 		return 0;
 	}
 	if (kind == P_RENAME &&
-	    in_floor_at(h, tid, dirfd2, path2, 0, 0, &dfd2, name2, IN_PERFORM) != IN_PERFORM) {
+	    in_floor_at(h, tid, dirfd2, path2, 0, 0, &dfd2, name2, IN_PERFORM | IN_NAMES) != IN_PERFORM) {
 		close(dfd);
 		if (dfd2 >= 0) close(dfd2);
-		return 0;
+		return h->walk_err ? walk_error(h, listener, n, h->walk_err) : 0;
 	}
 	/* Act only for a call still waiting: this also proves the thread's id named the caller all along. */
 	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) {
@@ -1372,11 +1400,13 @@ static int net_fast(struct hp_fast *h, int listener, const struct seccomp_notif 
 		h->refused++;
 		return 1;
 	}
-	ok = ok && (dom == AF_INET || dom == AF_INET6);
+	/* netlink reaches the kernel only (no destination to decide): performed like a datagram */
+	int netlink = dom == AF_NETLINK && !is_connect;
+	ok = ok && (dom == AF_INET || dom == AF_INET6 || netlink);
 	int fl = fcntl(copy, F_GETFL);
 	int nonblock = fl >= 0 && (fl & O_NONBLOCK) != 0;
 	if (is_connect) ok = ok && fl >= 0 && (nonblock || h->net_direct >= 2);
-	else ok = ok && type == SOCK_DGRAM && (len == 0 || read_mem((pid_t)n->pid, a[1], data, len) == 0);
+	else ok = ok && (type == SOCK_DGRAM || netlink) && (len == 0 || read_mem((pid_t)n->pid, a[1], data, len) == 0);
 	/* Act only for a call still waiting: this also proves a fresh pidfd named the notifying thread. */
 	if (!ok || ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) {
 		close(copy);
@@ -1420,6 +1450,77 @@ static int net_fast(struct hp_fast *h, int listener, const struct seccomp_notif 
 }
 
 /*
+ * sendmsg, and sendmmsg's first message, without ancillary data, to the connected peer (no address, or a
+ * stream socket's, which the kernel ignores): decided when the socket was connected (netVerdict of no
+ * destination: "perform"), performed on our copy with our copy of the data (DNS lookups: glibc's sendmmsg on
+ * a connected UDP socket). Unix sockets in every mode; IP and netlink sockets while connects are not mediated,
+ * with an address too (an IP destination is "perform" then; netlink reaches the kernel only). Ancillary data
+ * (SCM_RIGHTS), a unix datagram's address, over 64 KiB, TCP Fast Open and a send that would block go to the
+ * mediator. 1: answered, 0: for the mediator (nothing was sent).
+ */
+static int msg_fast(struct hp_fast *h, int listener, const struct seccomp_notif *n) {
+	static char data[65536];
+	const __u64 *a = n->data.args;
+	int mmsg = n->data.nr == SYS_sendmmsg;
+	if (!mmsg && n->data.nr != SYS_sendmsg) return 0;
+	if (mmsg && (a[2] & 0xffffffffu) == 0) return 0; /* vlen 0: the mediator */
+	unsigned flags = (unsigned)(mmsg ? a[3] : a[2]);
+	struct msghdr m;
+	if (read_mem((pid_t)n->pid, a[1], &m, sizeof m) < 0) return 0;
+	if (m.msg_controllen != 0 || m.msg_iovlen > 64 || (flags & MSG_FASTOPEN)) return 0;
+	int copy = remote_fd(h, (pid_t)n->pid, (int)(int32_t)a[0]);
+	if (copy < 0) return 0;
+	int dom = -1, type = -1, proto = -1;
+	socklen_t sl = sizeof dom;
+	int ok = getsockopt(copy, SOL_SOCKET, SO_DOMAIN, &dom, &sl) == 0;
+	sl = sizeof type;
+	ok = ok && getsockopt(copy, SOL_SOCKET, SO_TYPE, &type, &sl) == 0;
+	sl = sizeof proto;
+	ok = ok && getsockopt(copy, SOL_SOCKET, SO_PROTOCOL, &proto, &sl) == 0;
+	int stream = type == SOCK_STREAM || type == SOCK_SEQPACKET;
+	if (stream && proto != IPPROTO_SCTP) m.msg_name = NULL, m.msg_namelen = 0; /* the kernel ignores it */
+	unsigned char addr[128];
+	if (dom == AF_UNIX) ok = ok && m.msg_name == NULL;
+	else ok = ok && h->net_direct && (dom == AF_INET || dom == AF_INET6 || dom == AF_NETLINK);
+	ok = ok && (m.msg_name == NULL || (m.msg_namelen >= 2 && m.msg_namelen <= sizeof addr &&
+	                                   read_mem((pid_t)n->pid, (uint64_t)(uintptr_t)m.msg_name, addr,
+	                                            m.msg_namelen) == 0));
+	struct iovec iov[64];
+	size_t total = 0;
+	ok = ok && (m.msg_iovlen == 0 ||
+	            read_mem((pid_t)n->pid, (uint64_t)(uintptr_t)m.msg_iov, iov, m.msg_iovlen * sizeof *iov) == 0);
+	for (size_t i = 0; ok && i < m.msg_iovlen; i++) {
+		if (iov[i].iov_len > sizeof data - total) ok = 0;
+		else if (iov[i].iov_len > 0)
+			ok = read_mem((pid_t)n->pid, (uint64_t)(uintptr_t)iov[i].iov_base, data + total, iov[i].iov_len) == 0;
+		total += ok ? iov[i].iov_len : 0;
+	}
+	int fl = fcntl(copy, F_GETFL);
+	ok = ok && fl >= 0;
+	/* Act only for a call still waiting: this also proves a fresh pidfd named the notifying thread. */
+	if (!ok || ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) {
+		close(copy);
+		return ok;
+	}
+	if (m.msg_name == NULL) rec_note(h, "none", 4);
+	else if (dom == AF_INET || dom == AF_INET6) rec_ip(h, addr, m.msg_namelen);
+	else rec_note(h, "other", 5);
+	struct iovec one = {data, total};
+	struct msghdr ours = {.msg_name = m.msg_name ? addr : NULL, .msg_namelen = m.msg_name ? m.msg_namelen : 0,
+	                      .msg_iov = &one, .msg_iovlen = 1};
+	ssize_t r = sendmsg(copy, &ours, (int)(flags | MSG_DONTWAIT | MSG_NOSIGNAL));
+	int err = r < 0 ? errno : 0;
+	close(copy);
+	if (err == EAGAIN && !(fl & O_NONBLOCK) && !(flags & MSG_DONTWAIT)) return 0; /* it would block */
+	/* sendmmsg: one message sent (its msg_len is not written back), as the mediator answers */
+	struct seccomp_notif_resp resp = {.id = n->id, .val = r < 0 ? 0 : mmsg ? 1 : r, .error = -err};
+	ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+	h->emulated++;
+	rec_answer(h, n, "net");
+	return 1;
+}
+
+/*
  * Waits for notifications on `listener` and answers those in the floor; returns when one is for the
  * mediator (1: it is in `out`, a struct seccomp_notif of `out_size` bytes), when `wakefd` is readable (0),
  * when every sandboxed process is gone (2), after `timeout_ms` (3; -1: no timeout), or on an error (-errno).
@@ -1456,6 +1557,7 @@ int hp_fast_serve(void *p, int listener, int wakefd, void *out, int out_size, in
 			h->rec_n = 0;
 			if (n->data.arch == NATIVE_ARCH) {
 				int net = net_fast(h, listener, n);
+				if (!net) net = msg_fast(h, listener, n);
 				if (net == 2) return 4; /* a connect the mediator waits on (hp_fast_take_connecting) */
 				if (net) continue;
 			}

@@ -12,7 +12,8 @@
  *   S <hallpass pid> <continued> <handed to the mediator> <performed> <refused>   (a fast path handle freed)
  * answers: continue, perform (a write outside the floor, or chmod/chown/utimensat, done by the fast path), exec
  * (a program run), errno:N (an exec of what is not there or cannot run; a connect to a unix socket path that is
- * not there: "unix PATH"), net (an IP connect or send performed: "ip4|ip6 ADDR PORT"), bind (a non-unix bind
+ * not there: "unix PATH"; a write whose directory is not there), net (a connect or send performed: "ip4|ip6 ADDR
+ * PORT", "none": to the connected peer, "other": netlink), bind (a non-unix bind
  * continued), cwd (chdir/fchdir continued).
  *
  * @module
@@ -102,13 +103,16 @@ export function mediatorAnswer(
     case "bind":
       return syscall === "bind" ? "bind" : `${syscall} is not a bind`;
     case "net": {
-      if (syscall !== "connect" && syscall !== "sendto") return `${syscall} is not a connect or send`;
-      // The destination: "ip4 ADDR PORT", "ip6 ADDR PORT", or "other" (a family the kernel refuses on an IP
-      // socket); performed by the mediator too only when netVerdict says so without a question.
+      if (!["connect", "sendto", "sendmsg", "sendmmsg"].includes(syscall)) {
+        return `${syscall} is not a connect or send`;
+      }
+      // The destination: "ip4 ADDR PORT", "ip6 ADDR PORT", "other" (netlink, or a family the kernel refuses on
+      // an IP socket) or "none" (a send to the connected peer); performed by the mediator too only when
+      // netVerdict says so without a question.
       const [fam, addr, port] = (paths[0] ?? "").split(" ");
       const target: ConnectTarget | null = fam === "ip4" || fam === "ip6"
         ? { family: fam === "ip4" ? "inet" : "inet6", proto: "tcp", addr, port: Number(port) }
-        : fam === "other"
+        : fam === "other" || fam === "none"
         ? null
         : { family: "unix", path: paths[0]?.startsWith("unix ") ? paths[0].slice(5) : undefined };
       const v = netVerdict(target, { mediateConnect: d.mediate.connect, ownSocket: false });
@@ -134,6 +138,11 @@ export function mediatorAnswer(
       return (paths[0] ?? "").startsWith("unix /") && [2, 20].includes(e)
         ? answer
         : `${syscall} answered ${answer}`;
+    }
+    if (WRITE_CALLS.some((c) => c.name === syscall)) {
+      // A path whose directory is not there (a walk that met no symlink first): the kernel's walk error, answered
+      // before any decision (lib/supervisor/resolve.ts kernelWalkError).
+      return [2, 20].includes(e) && paths.length > 0 ? answer : `${syscall} answered ${answer}`;
     }
     return syscall === "execve" && [2, 13, 20].includes(e) ? answer : `${syscall} answered ${answer}`;
   }

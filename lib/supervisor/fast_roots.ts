@@ -101,7 +101,7 @@ export const FAST_LIST_MAX = 512;
  *   - `exact`: the path is one;
  *   - `children`: the path's directory is one (a deny glob's);
  *   - `newNames`: the path's directory is one, and the call makes no new name there (mkdir of what exists);
- *   - and the path is no directory above any exception (a rename or link of a directory that holds one).
+ *   - and, for a rename, the path is no directory above any exception (it would carry one along).
  * There the decision (lib/supervisor/decide.ts writeVerdict) is "allow" and never "floor", so the mediator
  * would perform the call too, and performing it changes nothing the mediator keeps (its floor, its notices).
  * Unlike the other lists, the exceptions are complete or the region is empty: a missing one could let the

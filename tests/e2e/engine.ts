@@ -15,7 +15,7 @@ import { NEW_SYSCALL_NUMBERS, WRITE_CALLS } from "../../lib/filter/syscall_table
 export function syscallNames(): Map<number, string> {
   const m = new Map<number, string>();
   const names = [...WRITE_CALLS.map((c) => c.name), "execve", "execveat", "bind", "chdir", "fchdir"];
-  for (const n of [...names, "connect", "sendto"]) {
+  for (const n of [...names, "connect", "sendto", "sendmsg", "sendmmsg"]) {
     const nr = NEW_SYSCALL_NUMBERS[n] ?? resolveSyscall(n);
     if (nr >= 0 && !m.has(nr)) m.set(nr, n);
   }
