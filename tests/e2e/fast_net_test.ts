@@ -34,6 +34,15 @@ try:
     socket.create_connection(("127.0.0.1", closed))
 except OSError as e:
     print("closed port", errno.errorcode[e.errno])
+# sends to the connected peer: a UDP socket connected to one of its own, a unix socket pair, and one passing
+# an fd (SCM_RIGHTS: the mediator's)
+srv = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); srv.bind(("127.0.0.1", 0))
+cl = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); cl.connect(srv.getsockname())
+print("udp sendmsg", cl.sendmsg([b"ab", b"cd"]), srv.recv(10))
+a, b = socket.socketpair()
+print("unix sendmsg", a.sendmsg([b"xyz"]), b.recv(10))
+r, w = os.pipe()
+print("unix fd", a.sendmsg([b"f"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, bytes(memoryview(bytearray(r.to_bytes(4, "little")))))]), len(socket.recv_fds(b, 10, 1)[1]))
 for path in ["/var/run/nscd/socket-x", "/etc/passwd/x", out + "/sock"]:
     u = socket.socket(socket.AF_UNIX)
     try:
@@ -77,7 +86,8 @@ Deno.test("blocking connects and unix paths that are not there: the fast path an
           const rep = await e.check();
           if (way === "fast") {
             // the slow connect, the closed port, the listener's own: performed; two paths not there: errno
-            assert((rep.byAnswer.net ?? 0) >= 3, `fast path: ${JSON.stringify(rep.byAnswer)}`);
+            // and the two sends to a connected peer
+            assert((rep.byAnswer.net ?? 0) >= 5, `fast path: ${JSON.stringify(rep.byAnswer)}`);
             assert(
               (rep.byAnswer["errno:2"] ?? 0) >= 1 && (rep.byAnswer["errno:20"] ?? 0) >= 1,
               JSON.stringify(rep),
@@ -95,10 +105,13 @@ Deno.test("blocking connects and unix paths that are not there: the fast path an
     }
   }
   assertEquals(
-    outs[0].split("\n").slice(0, 4).join("\n"),
+    outs[0].split("\n").slice(0, 7).join("\n"),
     [
       "slow connect ok True",
       "closed port ECONNREFUSED",
+      "udp sendmsg 4 b'abcd'",
+      "unix sendmsg 3 b'xyz'",
+      "unix fd 1 1",
       "/var/run/nscd/socket-x ENOENT",
       "/etc/passwd/x ENOTDIR",
     ].join("\n"),
