@@ -1,7 +1,7 @@
 /**
  * A directory's entries with their types, read with getdents64(2) in 64 KiB batches: about ten times faster
- * than Deno.readDirSync, for walking a whole project at exit (lib/nested_repos.ts). Opened lazily: nothing at
- * start-up loads it.
+ * than Deno.readDirSync, for walking a whole project at exit (lib/sandbox/nested_repos.ts). Opened lazily:
+ * nothing at start-up loads it.
  */
 import { AT_FDCWD, cstr, O } from "./libc.ts";
 

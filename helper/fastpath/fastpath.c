@@ -952,7 +952,7 @@ static int perform_write(struct hp_fast *h, int listener, const struct seccomp_n
 		return 0;
 	}
 	if (kind == P_OPEN) {
-		/* O_TMPFILE, and a mode with S_ISUID/S_ISGID (refused: lib/privileged_bits.ts): the mediator */
+		/* O_TMPFILE, and a mode with S_ISUID/S_ISGID (refused: lib/policy/privileged_bits.ts): the mediator */
 		if ((flags & O_TMPFILE) == O_TMPFILE || ((flags & O_CREAT) && (mode & 06000))) return 0;
 		follow = !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
 	}

@@ -98,7 +98,7 @@ export interface NestedRepoOptions {
   project: string;
   /** When the sandbox started (ms): files with a ctime from this second on were changed during the session. */
   startMs: number;
-  /** Git directories protected at start (lib/protected_paths.ts): Landlock kept them; not judged again. */
+  /** Git directories protected at start (lib/policy/protected_paths.ts): Landlock kept them, not judged. */
   protectedGitDirs: readonly string[];
   /** Stop walking after this many entries (the result says the walk was cut short). */
   maxEntries?: number;

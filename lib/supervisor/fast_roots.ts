@@ -94,9 +94,9 @@ export const FAST_LIST_MAX = 512;
 /**
  * Where the fast path may perform a write itself (open, mkdir, unlink, rename, chmod...: helper/fastpath/fastpath.c
  * perform_ok), as the mediator would: below a directory the sandbox made at the project's top during the
- * session (`node_modules/`), in a carved directory (lib/plan.ts carveFloor), below a tree a rule allows that
- * is not in the Landlock floor (`~/.npm/**`). A path is in the region when it lies at or below one of `roots`
- * and none of the exceptions touches it:
+ * session (`node_modules/`), in a carved directory (lib/sandbox/plan.ts carveFloor), below a tree a rule
+ * allows that is not in the Landlock floor (`~/.npm/**`). A path is in the region when it lies at or below
+ * one of `roots` and none of the exceptions touches it:
  *   - `tree`: the path is at or below one;
  *   - `exact`: the path is one;
  *   - `children`: the path's directory is one (a deny glob's);
@@ -117,11 +117,11 @@ export interface PerformRegion {
 
 /** What besides the policy and the floor decides a write the mediator performs (its session config). */
 export interface PerformContext {
-  /** lib/protected_paths.ts: these ask where a rule allows. */
+  /** lib/policy/protected_paths.ts: these ask where a rule allows. */
   protected?: readonly ProtectedPath[];
-  /** Read protections (lib/secrets.ts): a rename or link must not carry one elsewhere. */
+  /** Read protections (lib/policy/secrets.ts): a rename or link must not carry one elsewhere. */
   readProtect?: readonly string[];
-  /** Directories whose new entries cannot be read back: the mediator says so once (lib/read_floor.ts). */
+  /** Directories whose new entries cannot be read back: the mediator says so (lib/floor/read_floor.ts). */
   readCarved?: Iterable<string>;
 }
 
