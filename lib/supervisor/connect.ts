@@ -31,8 +31,8 @@ import { ptrOf } from "../../ffi/libc.ts";
 import { fs } from "../../ffi/fsops.ts";
 import { canonicalAddr, type ConnectTarget, formatTarget } from "../policy/connect_dest.ts";
 import { AF, ALLOWED_FAMILIES, effectiveTarget, IPPROTO } from "../policy/socket_policy.ts";
-import { baseDir, pathExists, resolvePath } from "./resolve.ts";
-import { view } from "./view.ts";
+import { Resolver } from "./resolve.ts";
+import { hostView } from "./view.ts";
 import { unixAddr } from "../../ffi/unix_socket.ts";
 import type { Respond } from "./respond.ts";
 
@@ -173,7 +173,13 @@ export class NetMediator {
   readonly ownFiles = new Set<string>();
   readonly ownAbstract = new Map<string, number>();
 
-  constructor(nfd: NotifyFd, respond: Respond, mediateConnect: boolean) {
+  /** `fs`: the sandbox's file system (socket paths are resolved and opened there). */
+  constructor(
+    nfd: NotifyFd,
+    respond: Respond,
+    mediateConnect: boolean,
+    readonly fs = new Resolver(hostView),
+  ) {
     this.#nfd = nfd;
     this.#respond = respond;
     this.#mediateConnect = mediateConnect;
@@ -268,7 +274,7 @@ export class NetMediator {
     if (!addr) return { kind: "decide", op, target: null, display: "" };
     const proto = stream ? "tcp" : "udp";
     let t = sockaddrTarget(addr, addrLen, proto, () => {
-      const b = baseDir(n.tid, -100);
+      const b = this.fs.baseDir(n.tid, -100);
       return b.kind === "path" ? b.path : null;
     });
     if (t !== null && typeof t === "object" && "error" in t) {
@@ -315,19 +321,19 @@ export class NetMediator {
       // for the agent), and connected to that very file: the address our call uses is /proc/self/fd/N of an
       // O_PATH fd opened at the canonical path without following any symlink, so no symlink planted or
       // swapped in after the decision can send the connect elsewhere.
-      const r = resolvePath(t.path, "/", true, n.tid, n.tid);
+      const r = this.fs.resolvePath(t.path, "/", true, n.tid, n.tid);
       if (r.kind !== "path") {
         this.release(op);
         return { kind: "fail", errno: r.kind === "error" ? r.errno : ECONNREFUSED };
       }
       t.path = r.path;
-      if (!pathExists(t.path)) {
+      if (!this.fs.pathExists(t.path)) {
         // Nothing listens on a socket that is not there (glibc tries nscd's in every lookup): answered as the
         // kernel would, without a question: ENOENT, or ENOTDIR below a file.
         this.release(op);
         return { kind: "fail", errno: notThereErrno(t.path) };
       }
-      const pfd = view.openPath(t.path);
+      const pfd = this.fs.view.openPath(t.path);
       if (pfd < 0) {
         this.release(op);
         return { kind: "fail", errno: -pfd };

@@ -17,7 +17,7 @@ import { fastRootsOf, performContext, taintedFloor } from "./fast_roots.ts";
 import { recordContext } from "./fast_replay.ts";
 import { shebang } from "./decode.ts";
 import { otherProcessPath } from "./sys_calls.ts";
-import { view } from "./view.ts";
+import type { Resolver } from "./resolve.ts";
 import type { End } from "./decode.ts";
 import type { SessionConfig } from "./session_config.ts";
 
@@ -32,7 +32,7 @@ export class Context {
   /** Changes whenever what the fast path may decide may have. */
   rootsVersion = 0;
 
-  constructor(cfg: SessionConfig) {
+  constructor(cfg: SessionConfig, fs: Resolver) {
     this.#cfg = cfg;
     this.#floor = cfg.floor.map((f) => ({ kind: f.kind, path: f.path }));
     this.#carved = new Set(cfg.carved ?? []);
@@ -41,7 +41,7 @@ export class Context {
       cwd: cfg.cwd,
       // In a container, a program in its $PATH is looked up inside its root.
       lookup: (p) =>
-        cfg.container ? lookupInPath(p, cfg.pathEnv, programInView) : lookupInPath(p, cfg.pathEnv),
+        cfg.container ? lookupInPath(p, cfg.pathEnv, (x) => programIn(fs, x)) : lookupInPath(p, cfg.pathEnv),
       isWritable: (p) => inFloor(this.#floor, p) || policy.decide("write", p, Date.now()).effect === "allow",
       groups: groupTableOf(cfg.groups),
     });
@@ -56,9 +56,9 @@ export class Context {
       readProtected: cfg.readProtected,
       mediate: cfg.mediate,
       look: {
-        exists: (p) => view.exists(p),
+        exists: (p) => fs.view.exists(p),
         otherProcess: (p) => otherProcessPath(p, cfg.launcherPid),
-        interpreterOf: shebang,
+        interpreterOf: (p, tid) => shebang(fs, p, tid),
       },
     };
     this.#retaint();
@@ -129,6 +129,6 @@ export class Context {
   }
 }
 
-function programInView(p: string): boolean {
-  return p.startsWith("/") && view.accessExec(p) === 0 && !view.isDirectory(p);
+function programIn(fs: Resolver, p: string): boolean {
+  return p.startsWith("/") && fs.view.accessExec(p) === 0 && !fs.view.isDirectory(p);
 }

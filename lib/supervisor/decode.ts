@@ -21,8 +21,8 @@ import {
 } from "../filter/syscall_table.ts";
 import { resolveSyscall } from "../../ffi/seccomp.ts";
 import type { NetKind } from "./connect.ts";
-import { baseDir, pathExists, type Resolved, resolvePath } from "./resolve.ts";
-import { view } from "./view.ts";
+import type { Resolved, Resolver } from "./resolve.ts";
+import type { FsView } from "./view.ts";
 
 const EACCES = 13, EILSEQ = 84;
 const O_CREAT = 0o100, O_EXCL = 0o200, O_NOFOLLOW = 0o400000;
@@ -128,6 +128,7 @@ function endOf(r: Resolved & { kind: "path" | "anon" }): End {
 
 /** A path argument resolved from the caller's cwd or dirfd; unreadable when not UTF-8. */
 function pathEnd(
+  files: Resolver,
   mem: NotifyFd,
   n: Notification,
   dirfdArg: number,
@@ -139,11 +140,11 @@ function pathEnd(
   if (typeof p === "number") return { op: "error", errno: -p };
   let base = "/";
   if (!p.startsWith("/")) {
-    const b = baseDir(n.tid, dirfdArg < 0 ? -100 : fdArg(n, dirfdArg));
+    const b = files.baseDir(n.tid, dirfdArg < 0 ? -100 : fdArg(n, dirfdArg));
     if (b.kind !== "path") return { op: "error", errno: b.kind === "error" ? b.errno : EACCES };
     base = b.path;
   }
-  const r = resolvePath(p, base, follow, n.tid, n.tid);
+  const r = files.resolvePath(p, base, follow, n.tid, n.tid);
   if (r.kind === "error") return { op: "error", errno: r.errno };
   return endOf(r);
 }
@@ -153,6 +154,7 @@ function pathEnd(
  * canonical); path forms follow a final symlink exactly when the call would.
  */
 export function decodeWrite(
+  files: Resolver,
   mem: NotifyFd,
   n: Notification,
   c: WriteCall,
@@ -182,14 +184,14 @@ export function decodeWrite(
     if (c.kind === "open") follow = !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
     else if (c.kind === "link") follow = (atFlags & AT_SYMLINK_FOLLOW) !== 0;
     else if (c.atFlags !== undefined && (atFlags & AT_SYMLINK_NOFOLLOW)) follow = false;
-    const e = pathEnd(mem, n, c.dirfd, c.path, follow);
+    const e = pathEnd(files, mem, n, c.dirfd, c.path, follow);
     if ("op" in e) return e;
     req.ends.push(e);
     if (e.unreadable) return req;
   }
   if (c.path2 !== undefined) {
     // The second end of a rename or link (linkat(fd, "", …, AT_EMPTY_PATH) too): decoded like the first.
-    const e = pathEnd(mem, n, c.dirfd2 ?? -1, c.path2, false);
+    const e = pathEnd(files, mem, n, c.dirfd2 ?? -1, c.path2, false);
     if ("op" in e) {
       fs.close(req.fdCopy);
       return e;
@@ -241,29 +243,33 @@ export function unreadableExec(n: Notification, at: boolean): ExecRequest {
  * it).
  */
 export function decodeExec(
+  files: Resolver,
   n: Notification,
   at: boolean,
-  path: string,
+  read: ExecPath & { kind: "path" | "unreadable" },
   tgid: (tid: number) => number,
 ): ExecRequest | DecodeError {
+  if (read.kind === "unreadable") return unreadableExec(n, at);
+  const path = read.text;
+  const view = files.view;
   const flags = at ? Number(n.args[4] & 0xffffffffn) : 0;
   const viaFd = at && path === "" && (flags & AT_EMPTY_PATH) !== 0;
   let r: Resolved;
   if (viaFd) {
     view.noteSelf(n.tid);
-    r = resolvePath(`/proc/${n.tid}/fd/${fdArg(n, 0)}`, "/", true, n.tid, n.tid);
+    r = files.resolvePath(`/proc/${n.tid}/fd/${fdArg(n, 0)}`, "/", true, n.tid, n.tid);
   } else if (!path.startsWith("/")) {
-    const b = baseDir(n.tid, at ? fdArg(n, 0) : -100);
+    const b = files.baseDir(n.tid, at ? fdArg(n, 0) : -100);
     if (b.kind !== "path") return { op: "error", errno: b.kind === "error" ? b.errno : EACCES };
-    r = resolvePath(path, b.path, true, n.tid, n.tid);
+    r = files.resolvePath(path, b.path, true, n.tid, n.tid);
   } else {
-    r = resolvePath(path, "/", true, n.tid, n.tid);
+    r = files.resolvePath(path, "/", true, n.tid, n.tid);
   }
   if (r.kind === "error") return { op: "error", errno: r.errno };
   const viaProc = viaFd
     ? `/proc/${n.tid}/fd/${fdArg(n, 0)}`
-    : procPath(path, n.tid, () => tgid(n.tid), at ? fdArg(n, 0) : -100);
-  if (viaProc !== null && r.kind === "path" && !sameFile(viaProc, r.path)) {
+    : procPath(files, path, n.tid, () => tgid(n.tid), at ? fdArg(n, 0) : -100);
+  if (viaProc !== null && r.kind === "path" && !sameFile(view, viaProc, r.path)) {
     let what = r.path;
     try {
       what = Deno.readLinkSync(viaProc);
@@ -273,7 +279,7 @@ export function decodeExec(
   // A memfd or deleted file has no path a rule can name: it asks, shown as what /proc says.
   const end = endOf(r);
   // Nothing to ask about a program that is not there or cannot run (a shell searching $PATH tries many).
-  const runErrno = !end.anon && !end.path.endsWith(" (deleted)") ? notRunnable(end.path) : 0;
+  const runErrno = !end.anon && !end.path.endsWith(" (deleted)") ? notRunnable(view, end.path) : 0;
   return { op: "exec", n, at, end, runErrno };
 }
 
@@ -286,7 +292,7 @@ export type BindAddress =
 
 const dec = new TextDecoder("utf-8", { fatal: true });
 
-export function decodeBind(mem: NotifyFd, n: Notification): BindAddress {
+export function decodeBind(files: Resolver, mem: NotifyFd, n: Notification): BindAddress {
   const len = Number(n.args[2] & 0xffffffffn);
   const a = len >= 3 && len <= 110 ? mem.readBytes(n.tid, n.args[1], len) : null;
   const family = a ? a[0] | (a[1] << 8) : -1;
@@ -303,23 +309,29 @@ export function decodeBind(mem: NotifyFd, n: Notification): BindAddress {
   }
   let base = "/";
   if (!path.startsWith("/")) {
-    const b = baseDir(n.tid, -100);
+    const b = files.baseDir(n.tid, -100);
     if (b.kind !== "path") return { kind: "error", errno: b.kind === "error" ? b.errno : EACCES };
     base = b.path;
   }
-  const r = resolvePath(path, base, false, n.tid, n.tid);
+  const r = files.resolvePath(path, base, false, n.tid, n.tid);
   if (r.kind !== "path") return { kind: "error", errno: r.kind === "error" ? r.errno : EACCES };
   const end = { path: r.path, anon: false };
-  return { kind: "path", req: { op: "bind", n, end, exists: pathExists(r.path) } };
+  return { kind: "path", req: { op: "bind", n, end, exists: files.pathExists(r.path) } };
 }
 
 /**
  * The path an exec names, as a path under /proc this process can open, when it goes through /proc (where
  * /proc/self would mean us); null when it does not.
  */
-function procPath(path: string, tid: number, tgid: () => number, dirfd: number): string | null {
+function procPath(
+  files: Resolver,
+  path: string,
+  tid: number,
+  tgid: () => number,
+  dirfd: number,
+): string | null {
   if (!path.startsWith("/")) {
-    const b = baseDir(tid, dirfd);
+    const b = files.baseDir(tid, dirfd);
     if (b.kind !== "path") return null;
     if (b.path !== "/proc" && !b.path.startsWith("/proc/")) return null;
     path = `${b.path}/${path}`;
@@ -328,7 +340,7 @@ function procPath(path: string, tid: number, tgid: () => number, dirfd: number):
   const p = path.replace(/\/{2,}/g, "/");
   if (p !== "/proc" && !p.startsWith("/proc/")) return null;
   const g = tgid();
-  view.noteSelf(g);
+  files.view.noteSelf(g);
   return p.replace(/^\/proc\/thread-self(?=\/|$)/, `/proc/${g}/task/${tid}`).replace(
     /^\/proc\/self(?=\/|$)/,
     `/proc/${g}`,
@@ -336,8 +348,8 @@ function procPath(path: string, tid: number, tgid: () => number, dirfd: number):
 }
 
 /** The canonical interpreter of a `#!` script (resolved as the kernel does, from the thread's cwd), else null. */
-export function shebang(path: string, tid: number): string | null {
-  const head = view.readHead(path);
+export function shebang(files: Resolver, path: string, tid: number): string | null {
+  const head = files.view.readHead(path);
   if (head === null) return null;
   if (head[0] !== 0x23 || head[1] !== 0x21) return null;
   const nl = head.indexOf(10);
@@ -346,22 +358,22 @@ export function shebang(path: string, tid: number): string | null {
   if (!interp) return null;
   let base = "/";
   if (!interp.startsWith("/")) {
-    const b = baseDir(tid, -100);
+    const b = files.baseDir(tid, -100);
     if (b.kind !== "path") return null;
     base = b.path;
   }
-  const r = resolvePath(interp, base, true, tid, tid);
+  const r = files.resolvePath(interp, base, true, tid, tid);
   return r.kind === "path" ? r.path : null;
 }
 
 /** Whether `a` and `b` (both followed) are the same file. */
-function sameFile(a: string, b: string): boolean {
+function sameFile(view: FsView, a: string, b: string): boolean {
   const x = view.fileId(a), y = view.fileId(b);
   return x !== null && y !== null && x[0] === y[0] && x[1] === y[1];
 }
 
 /** ENOENT, ENOTDIR or EACCES when execve would fail on `path` for those reasons, else 0. */
-function notRunnable(path: string): number {
+function notRunnable(view: FsView, path: string): number {
   const r = view.accessExec(path); // access(X_OK): one system call, real ids (the sandbox's own)
   if (r === -2 || r === -20 || r === -13) return -r;
   if (r < 0) return 0; // anything else: let the kernel say it

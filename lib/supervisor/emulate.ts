@@ -15,7 +15,7 @@ import { bindFd } from "../../ffi/net.ts";
 import type { WriteCall } from "../filter/syscall_table.ts";
 import { AT_EMPTY_PATH, AT_REMOVEDIR } from "../filter/syscall_table.ts";
 import { privilegedXattr } from "../policy/privileged_bits.ts";
-import { view } from "./view.ts";
+import type { FsView } from "./view.ts";
 import type { NetMediator } from "./connect.ts";
 import type { ProcInfo } from "./proc_info.ts";
 import type { Respond } from "./respond.ts";
@@ -54,10 +54,19 @@ export class Emulate {
   readonly #proc: ProcInfo;
   readonly #net: NetMediator;
   readonly #allowPrivileged: boolean;
+  readonly #view: FsView;
   /** This Worker thread's own file system credentials (see asCaller). */
   #ownCreds: { uid: number; gid: number; groups: number[]; capEff: bigint } | null = null;
 
-  constructor(nfd: NotifyFd, respond: Respond, proc: ProcInfo, net: NetMediator, allowPrivileged: boolean) {
+  constructor(
+    nfd: NotifyFd,
+    respond: Respond,
+    proc: ProcInfo,
+    net: NetMediator,
+    allowPrivileged: boolean,
+    view: FsView,
+  ) {
+    this.#view = view;
     this.#nfd = nfd;
     this.#respond = respond;
     this.#proc = proc;
@@ -98,7 +107,7 @@ export class Emulate {
     if (p.fdCopy >= 0) return { value: this.#fd(p), sent: false };
     const t = p.targets[0];
     if (t.anon) return { value: -EACCES, sent: false };
-    const { dirfd, name } = openParent(t.path);
+    const { dirfd, name } = openParent(this.#view, t.path);
     if (dirfd < 0) return { value: dirfd, sent: false };
     const nameC = cstr(name);
     try {
@@ -179,7 +188,7 @@ export class Emulate {
         case "rename":
         case "link": {
           const t2 = p.targets[1];
-          const second = openParent(t2.path);
+          const second = openParent(this.#view, t2.path);
           if (second.dirfd < 0) return { value: second.dirfd, sent: false };
           try {
             if (c.kind === "rename") {
@@ -245,7 +254,7 @@ export class Emulate {
         // linkat(fd, "", newdirfd, newpath, AT_EMPTY_PATH): our copy of the fd, linked at the decided path.
         const t2 = p.targets[1];
         if (!t2 || t2.anon) return -EACCES;
-        const second = openParent(t2.path);
+        const second = openParent(this.#view, t2.path);
         if (second.dirfd < 0) return second.dirfd;
         try {
           return fs.linkat(fd, cstr(""), second.dirfd, cstr(second.name), AT_EMPTY_PATH);
@@ -348,7 +357,7 @@ export class Emulate {
     try {
       const t = p.targets[0].path;
       const i = t.lastIndexOf("/");
-      const dirfd = view.openDir(i <= 0 ? "/" : t.slice(0, i));
+      const dirfd = this.#view.openDir(i <= 0 ? "/" : t.slice(0, i));
       if (dirfd < 0) return dirfd;
       try {
         // Through our verified directory fd: no symlink in the directory part can redirect the bind.
@@ -410,7 +419,7 @@ function isFifo(dirfd: number, name: Uint8Array<ArrayBuffer>): boolean {
 }
 
 /** Opens the canonical parent of `path` without following symlinks; returns its fd and the last name. */
-function openParent(path: string): { dirfd: number; name: string } {
+function openParent(view: FsView, path: string): { dirfd: number; name: string } {
   const i = path.lastIndexOf("/");
   const dir = i <= 0 ? "/" : path.slice(0, i);
   const name = path.slice(i + 1);

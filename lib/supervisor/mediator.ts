@@ -33,11 +33,11 @@ import {
   readExecPath,
   type Trapped,
   trappedCalls,
-  unreadableExec,
 } from "./decode.ts";
 import { decide, decideAnswered, decideConnect, type Decision, endVerdict } from "./decide.ts";
 import { type Pending, Questions, syscallOf } from "./questions.ts";
 import { Context } from "./context.ts";
+import type { Resolver } from "./resolve.ts";
 import { Report } from "./report.ts";
 import { Perform } from "./perform.ts";
 import { RuntimeSetup } from "./runtime_setup.ts";
@@ -70,21 +70,22 @@ export class Mediator {
   readonly #perform: Perform;
   readonly #tgid = (tid: number) => this.proc.tgid(tid);
 
-  constructor(cfg: SessionConfig, nfd: NotifyFd, post: (m: ToMain) => void) {
+  constructor(cfg: SessionConfig, nfd: NotifyFd, post: (m: ToMain) => void, readonly fs: Resolver) {
     this.#cfg = cfg;
     this.#nfd = nfd;
     this.respond = new Respond(nfd);
     this.#post = post;
     this.#setup = cfg.container && cfg.container.setupDone !== true ? new RuntimeSetup(cfg.commandPid) : null;
-    this.#context = new Context(cfg);
+    this.#context = new Context(cfg, fs);
     this.#byNr = trappedCalls();
-    this.net = new NetMediator(nfd, this.respond, cfg.mediate.connect);
+    this.net = new NetMediator(nfd, this.respond, cfg.mediate.connect, fs);
     this.proc = new ProcInfo(cfg.commandPid);
     this.#report = new Report(cfg, this.proc, post, this.policy);
-    this.#emulate = new Emulate(nfd, this.respond, this.proc, this.net, cfg.allowPrivilegedFiles === true);
+    const allowPrivileged = cfg.allowPrivilegedFiles === true;
+    this.#emulate = new Emulate(nfd, this.respond, this.proc, this.net, allowPrivileged, fs.view);
     const writable = (p: string) =>
       this.policy.decide("write", p, Date.now()).effect === "allow" || this.#context.inFloor(p);
-    this.questions = new Questions(cfg, this.proc, post, this.respond, this.net, nfd, writable);
+    this.questions = new Questions(cfg, this.proc, post, this.respond, this.net, nfd, writable, fs.view);
     this.#perform = new Perform({
       cfg,
       respond: this.respond,
@@ -169,7 +170,7 @@ export class Mediator {
   }
 
   #write(n: Notification, c: WriteCall): void {
-    const req = decodeWrite(this.#nfd, n, c, this.#tgid);
+    const req = decodeWrite(this.fs, this.#nfd, n, c, this.#tgid);
     if (req.op === "error") return this.respond.error(n, req.errno);
     const p: Pending = { n, op: "write", call: c, targets: req.ends, fdCopy: req.fdCopy, qid: 0 };
     this.#apply(p, decide(req, this.#context.ctx), c.name);
@@ -180,7 +181,7 @@ export class Mediator {
     if (read.kind === "request") return this.#requests.handle(n, read.raw);
     if (!this.#cfg.mediate.exec) return this.respond.continue(n, true);
     if (read.kind === "error") return this.respond.error(n, read.errno);
-    const req = read.kind === "unreadable" ? unreadableExec(n, at) : decodeExec(n, at, read.text, this.#tgid);
+    const req = decodeExec(this.fs, n, at, read, this.#tgid);
     if (req.op === "error") return this.respond.error(n, req.errno);
     if (req.runErrno) return this.respond.error(n, req.runErrno); // answered as the kernel would
     if (!this.respond.valid(n)) return;
@@ -199,7 +200,7 @@ export class Mediator {
 
   /** bind(2): a unix socket path is a write (performed here, lib/supervisor/emulate.ts); an abstract name too. */
   #bind(n: Notification): void {
-    const b = decodeBind(this.#nfd, n);
+    const b = decodeBind(this.fs, this.#nfd, n);
     if (b.kind === "other") return this.respond.continue(n);
     if (b.kind === "abstract") return this.#emulate.bindAbstract(n, b.addr, b.len);
     if (b.kind === "error") return this.respond.error(n, b.errno);

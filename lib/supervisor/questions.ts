@@ -16,7 +16,7 @@ import type { ProcInfo } from "./proc_info.ts";
 import type { Respond } from "./respond.ts";
 import type { SessionConfig, ToMain } from "./session_config.ts";
 import type { End } from "./decode.ts";
-import { view } from "./view.ts";
+import { type FsView, hostView } from "./view.ts";
 import { suggestExecScopes, suggestScopes } from "../policy/suggest_scope.ts";
 import { siblingScope } from "../policy/atomic_save.ts";
 import { type ConnectTarget, formatTarget, suggestDestScopes } from "../policy/connect_dest.ts";
@@ -82,6 +82,7 @@ export class Questions {
   readonly #pending = new Map<number, Pending>();
   readonly #nfd: NotifyFd | null;
   readonly #writable: (path: string) => boolean;
+  readonly #view: FsView;
   #nextQid = 1;
 
   /**
@@ -96,7 +97,9 @@ export class Questions {
     net: NetMediator,
     nfd: NotifyFd | null = null,
     writable: (path: string) => boolean = () => false,
+    view: FsView = hostView,
   ) {
+    this.#view = view;
     this.#cfg = cfg;
     this.#proc = proc;
     this.#post = post;
@@ -135,7 +138,7 @@ export class Questions {
         ? p.targets[0].path
         : null;
       const sib = p.targets.length === 1 || from !== null
-        ? siblingScope(target, from, (x) => view.exists(x), (d) => {
+        ? siblingScope(target, from, (x) => this.#view.exists(x), (d) => {
           // In a container the directory is the container's: not listed here, so not offered.
           if (cfg.container) return null;
           try {

@@ -15,7 +15,6 @@ import { formatScope, isGlobTarget, scopeCovers } from "../policy/path_scope.ts"
 import { type DecodedRequest, decodeRequestBytes, LINUX_ERRNO as E } from "../policy/request_protocol.ts";
 import type { Answer, Op, Rule } from "../types.ts";
 import type { Mediator } from "./mediator.ts";
-import { baseDir, resolvePath } from "./resolve.ts";
 import type { SessionConfig } from "./session_config.ts";
 import { suggestScopes } from "../policy/suggest_scope.ts";
 import { protectedHit } from "../policy/protected_paths.ts";
@@ -186,11 +185,11 @@ export class RequestHandler {
     if (req.op === "exec" && !raw.startsWith("/")) return E.EINVAL;
     let base = "/";
     if (!raw.startsWith("/")) {
-      const b = baseDir(n.tid, -100);
+      const b = this.#m.fs.baseDir(n.tid, -100);
       if (b.kind !== "path") return E.EINVAL;
       base = b.path;
     }
-    const r = resolvePath(raw, base, true, n.tid, n.tid, "lexical");
+    const r = this.#m.fs.resolvePath(raw, base, true, n.tid, n.tid, "lexical");
     if (r.kind !== "path") return E.EINVAL;
     // A glob is asked for as written: one reached through a symlink named otherwise would be a surprise.
     if (!tree && isGlobTarget(r.path) && !isGlobTarget(raw)) return E.EINVAL;

@@ -221,9 +221,46 @@ export class ContainerView implements FsView {
   }
 }
 
-/** The view this thread's supervisor works in (one per Worker: a Worker serves one sandbox or container). */
-export let view: FsView = hostView;
+/**
+ * The view one supervisor works in (a Worker serves one sandbox or container): ours, until lib/supervisor/worker.ts
+ * opens the container's root (`useRoot`; at the first notification when the runtime named no process). Made by
+ * the Worker and passed to what looks at files (lib/supervisor/resolve.ts Resolver, emulate.ts, ...).
+ */
+export class SessionView implements FsView {
+  #v: FsView = hostView;
 
-export function setView(v: FsView): void {
-  view = v;
+  useRoot(v: ContainerView): void {
+    this.#v = v;
+  }
+
+  realpath(p: string): string | number {
+    return this.#v.realpath(p);
+  }
+  readlink(p: string): string | number {
+    return this.#v.readlink(p);
+  }
+  exists(p: string): boolean {
+    return this.#v.exists(p);
+  }
+  openDir(dir: string): number {
+    return this.#v.openDir(dir);
+  }
+  openPath(p: string): number {
+    return this.#v.openPath(p);
+  }
+  readHead(p: string): Uint8Array | null {
+    return this.#v.readHead(p);
+  }
+  accessExec(p: string): number {
+    return this.#v.accessExec(p);
+  }
+  isDirectory(p: string): boolean {
+    return this.#v.isDirectory(p);
+  }
+  fileId(p: string): [number, number] | null {
+    return this.#v.fileId(p);
+  }
+  noteSelf(pid: number): void {
+    this.#v.noteSelf(pid);
+  }
 }

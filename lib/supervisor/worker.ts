@@ -11,7 +11,8 @@ import { libcMore, Poller } from "../../ffi/libc.ts";
 import { type Notification, NotifyFd } from "../../ffi/notify.ts";
 import { Mediator } from "./mediator.ts";
 import { FastPath, SERVE } from "../../ffi/fastpath.ts";
-import { ContainerView, setView } from "./view.ts";
+import { ContainerView, SessionView } from "./view.ts";
+import { Resolver } from "./resolve.ts";
 import { gettid } from "../../ffi/watchdog.ts";
 import type { SessionConfig, ToMain, ToWorker } from "./session_config.ts";
 
@@ -36,19 +37,27 @@ const post = (m: ToMain) => {
   if (state) Atomics.add(state, 0, 1);
   self.postMessage(m);
 };
-let root: ContainerView | null = null;
-function openRoot(pid: number): void {
-  const v = ContainerView.open(pid);
-  if (typeof v === "number") throw new Error(`cannot open the container's root (errno ${-v})`);
-  root = v;
-  setView(v);
+/**
+ * The file system this Worker's sandbox sees (lib/supervisor/view.ts): ours, or a container's root, opened at
+ * start or (`pending`) by the first notification. Closed at the end.
+ */
+interface Fs {
+  view: SessionView;
+  root: ContainerView | null;
+  pending: boolean;
 }
 
-let rootPending = false;
-function handle(m: Mediator, n: Notification): void {
-  if (rootPending) {
-    rootPending = false;
-    openRoot(n.tid);
+function openRoot(fs: Fs, pid: number): void {
+  const v = ContainerView.open(pid);
+  if (typeof v === "number") throw new Error(`cannot open the container's root (errno ${-v})`);
+  fs.root = v;
+  fs.view.useRoot(v);
+}
+
+function handle(m: Mediator, n: Notification, fs: Fs): void {
+  if (fs.pending) {
+    fs.pending = false;
+    openRoot(fs, n.tid);
   }
   if (handlingId) handlingId[0] = n.id;
   Atomics.add(state!, 3, 1);
@@ -77,7 +86,7 @@ function nextMessage(): Promise<void> {
   return new Promise((r) => (wake = r));
 }
 
-async function main(): Promise<void> {
+async function main(fs: Fs): Promise<void> {
   await nextMessage();
   const init = inbox.shift()!;
   if (init.t !== "init") throw new Error("supervisor worker: expected init");
@@ -90,12 +99,12 @@ async function main(): Promise<void> {
   // A container's root: of the process the runtime named, else (crun exec says pid 0) of the first process
   // that traps, which is the runtime's own, already inside the container.
   if (cfg.container) {
-    if (cfg.container.rootPid > 0) openRoot(cfg.container.rootPid);
-    else rootPending = true;
+    if (cfg.container.rootPid > 0) openRoot(fs, cfg.container.rootPid);
+    else fs.pending = true;
   }
   const nfd = new NotifyFd(cfg.listenerFd);
   nfd.trySyncWakeup();
-  const m = new Mediator(cfg, nfd, post);
+  const m = new Mediator(cfg, nfd, post, new Resolver(fs.view));
   // The fast path answers writes plainly inside the floor without coming back here (HALLPASS_FAST_PATH=0
   // turns it off, to compare).
   const fast = cfg.fastPath && !cfg.container && Deno.env.get("HALLPASS_FAST_PATH") !== "0"
@@ -106,7 +115,7 @@ async function main(): Promise<void> {
   post({ t: "ready" });
   if (cfg.first && (cfg.firstConnecting ?? -1) >= 0) {
     m.net.waitFor(nfd.decode(cfg.first), cfg.firstConnecting!);
-  } else if (cfg.first) handle(m, nfd.decode(cfg.first));
+  } else if (cfg.first) handle(m, nfd.decode(cfg.first), fs);
   const drain = new Uint8Array(128);
   let listenerOpen = true;
   let stopping = false;
@@ -138,7 +147,7 @@ async function main(): Promise<void> {
           // Nothing pending: the fast path waits, answers what is plainly in the floor, and returns the rest.
           // Nothing pending, so no message can matter: no wake pipe, it waits in RECV itself.
           const r = fast.serve(cfg.listenerFd, -1, notifBuf, 80, -1);
-          if (r === SERVE.NOTIFICATION) handle(m, nfd.decode(notifBuf));
+          if (r === SERVE.NOTIFICATION) handle(m, nfd.decode(notifBuf), fs);
           else if (r === SERVE.CONNECTING) m.net.waitFor(nfd.decode(notifBuf), fast.takeConnecting());
           else if (r === SERVE.HANGUP) {
             listenerOpen = false;
@@ -151,7 +160,7 @@ async function main(): Promise<void> {
       if (!fast?.active) {
         // Nothing pending: only a notification can matter now. Wait for it in RECV itself.
         const n = nfd.recv();
-        if (n) handle(m, n);
+        if (n) handle(m, n, fs);
         continue;
       }
     }
@@ -176,7 +185,7 @@ async function main(): Promise<void> {
         const ev = poller.revents(0);
         if (ev & 1 /* POLLIN */) {
           const n = nfd.recv();
-          if (n) handle(m, n);
+          if (n) handle(m, n, fs);
         } else if (ev & (0x10 | 0x08) /* POLLHUP | POLLERR */) {
           listenerOpen = false; // every sandboxed process is gone
           dirty = true;
@@ -198,13 +207,14 @@ async function main(): Promise<void> {
     fast.close();
   }
   m.close();
-  root?.close();
+  fs.root?.close();
   // The listener stays open: its owner closes it (the agent hands it to its successor).
   post({ t: "stopped", stats: m.respond.stats });
   self.close();
 }
 
-main().catch((e) => {
-  root?.close();
+const fs: Fs = { view: new SessionView(), root: null, pending: false };
+main(fs).catch((e) => {
+  fs.root?.close();
   post({ t: "fatal", message: e instanceof Error ? e.message : String(e) });
 });
