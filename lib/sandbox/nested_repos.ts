@@ -12,6 +12,8 @@
  * @module
  */
 import { dirEntries } from "../../ffi/dir_entries.ts";
+import { fs as fsops, openDirNoSymlinks } from "../../ffi/fsops.ts";
+import { cstr } from "../../ffi/libc.ts";
 import { visible } from "../ui/sanitize.ts";
 
 /** Keys a config may hold that run nothing (section, or `section.*` for any subsection; then the key). */
@@ -314,11 +316,18 @@ export const realRepoFs: RepoFs = {
     }
   },
   rename(from, to) {
+    // Through the directory opened without following any symlink: another session's sandbox may still run and
+    // swap a directory on the way for a symlink to outside the project between the walk and this rename
+    // (renaming by path would then move the person's own hooks and config there). Never replaces a file.
+    const dir = from.slice(0, from.lastIndexOf("/"));
+    if (to.slice(0, to.lastIndexOf("/")) !== dir) return false;
+    const dfd = openDirNoSymlinks(dir);
+    if (dfd < 0) return false;
     try {
-      Deno.renameSync(from, to);
-      return true;
-    } catch {
-      return false;
+      const name = (p: string) => cstr(p.slice(p.lastIndexOf("/") + 1));
+      return fsops.renameat2(dfd, name(from), dfd, name(to), 1 /* RENAME_NOREPLACE */) === 0;
+    } finally {
+      fsops.close(dfd);
     }
   },
 };
