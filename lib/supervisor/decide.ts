@@ -237,6 +237,10 @@ export function decideWrite(req: WriteRequest, ctx: DecideContext): Decision {
   const contents = c.kind === "open" || c.kind === "truncate";
   const names = c.kind === "rename" || c.kind === "link";
   const verdicts = ends.map((e) => endVerdict(ctx, e, contents, names));
+  const planted = plantedUnderBuiltin(req, ctx, verdicts);
+  if (planted) {
+    return { answer: "deny", shown: `where a builtin rule allows only files made there: ${planted}` };
+  }
   const w = writeAnswer(c, verdicts, req.fdCopy >= 0);
   let d: Decision;
   if (w === "continue") return CONTINUE;
@@ -345,6 +349,30 @@ function noopErrno(req: WriteRequest, ctx: DecideContext): number {
 const under = (p: string, dir: string) => p === dir || p.startsWith(dir === "/" ? "/" : dir + "/");
 
 /** `path` is read-protected (and not made readable), or holds a read-protected path below it. */
+/**
+ * A symlink (or a FIFO, socket or device node) made outside the floor where only a builtin rule for single files
+ * or a glob allows it, or a rename or link into such a name from another directory: those rules are for the
+ * files programs outside keep there (less's ~/.lesshsQ, bash's history temp file), and a program that later
+ * writes such a name follows what was planted (less wrote its history through ~/.lesshsQ -> ~/.bashrc). The
+ * temporary siblings those rules are for are renamed within their directory. A recipe's tree (`~/.codex/**`) is
+ * the agent's own state, where it makes links of its own (docs/threat-model.md "Agent recipes"). A rule of the
+ * person's or an answer still decides. Returns the planted path, or null.
+ */
+function plantedUnderBuiltin(
+  req: WriteRequest,
+  ctx: DecideContext,
+  verdicts: readonly Verdict[],
+): string | null {
+  const c = req.call, ends = req.ends, made = ends[ends.length - 1];
+  const dirOf = (p: string) => p.slice(0, p.lastIndexOf("/")) || "/";
+  const planted = c.kind === "symlink" || c.kind === "mknod" ||
+    ((c.kind === "rename" || c.kind === "link") && ends.length === 2 &&
+      dirOf(ends[0].path) !== dirOf(made.path));
+  if (!planted || made.anon || verdicts[verdicts.length - 1] !== "allow") return null;
+  const rule = ctx.policy.decide("write", made.path, Date.now()).rule;
+  return rule?.source.kind === "builtin" && !rule.target.endsWith("/**") ? made.path : null;
+}
+
 function carriesProtected(ctx: DecideContext, path: string): boolean {
   const rp = ctx.readProtected;
   if (!rp) return false;
