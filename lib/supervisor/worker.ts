@@ -16,95 +16,101 @@ import { Resolver } from "./resolve.ts";
 import { gettid } from "../../ffi/watchdog.ts";
 import type { SessionConfig, ToMain, ToWorker } from "./session_config.ts";
 
-const inbox: ToWorker[] = [];
-let wake: (() => void) | null = null;
-/** Messages received, and wake-up bytes read: the main thread writes one byte after each message. */
-let received = 0;
-let announced = 0;
-self.onmessage = (e: MessageEvent<ToWorker>) => {
-  inbox.push(e.data);
-  received++;
-  wake?.();
-};
 /**
- * Shared with the main thread: [0] messages posted, [1] 1 while a notification is being handled, [2] this
- * thread's id, [3] notifications handled; bytes 16..24 the id of the one being handled (for the watchdog in
- * lib/supervisor/host.ts).
+ * This Worker's own state, one object made at load and passed along: the messages from the main thread, the
+ * counters shared with it, and the file system its sandbox sees.
  */
-let state: Int32Array | null = null;
-let handlingId: BigUint64Array | null = null;
-const post = (m: ToMain) => {
-  if (state) Atomics.add(state, 0, 1);
-  self.postMessage(m);
-};
-/**
- * The file system this Worker's sandbox sees (lib/supervisor/view.ts): ours, or a container's root, opened at
- * start or (`pending`) by the first notification. Closed at the end.
- */
-interface Fs {
-  view: SessionView;
-  root: ContainerView | null;
-  pending: boolean;
-}
+class WorkerThread {
+  readonly inbox: ToWorker[] = [];
+  #wake: (() => void) | null = null;
+  /** Messages received, and wake-up bytes read: the main thread writes one byte after each message. */
+  received = 0;
+  announced = 0;
+  /**
+   * Shared with the main thread: [0] messages posted, [1] 1 while a notification is being handled, [2] this
+   * thread's id, [3] notifications handled; bytes 16..24 the id of the one being handled (for the watchdog in
+   * lib/supervisor/host.ts).
+   */
+  state: Int32Array | null = null;
+  handlingId: BigUint64Array | null = null;
+  /**
+   * The file system this Worker's sandbox sees (lib/supervisor/view.ts): ours, or a container's root, opened
+   * at start or (`rootPending`) by the first notification. Closed at the end.
+   */
+  readonly view = new SessionView();
+  root: ContainerView | null = null;
+  rootPending = false;
 
-function openRoot(fs: Fs, pid: number): void {
-  const v = ContainerView.open(pid);
-  if (typeof v === "number") throw new Error(`cannot open the container's root (errno ${-v})`);
-  fs.root = v;
-  fs.view.useRoot(v);
-}
-
-function handle(m: Mediator, n: Notification, fs: Fs): void {
-  if (fs.pending) {
-    fs.pending = false;
-    openRoot(fs, n.tid);
+  receive(m: ToWorker): void {
+    this.inbox.push(m);
+    this.received++;
+    this.#wake?.();
   }
-  if (handlingId) handlingId[0] = n.id;
-  Atomics.add(state!, 3, 1);
-  Atomics.store(state!, 1, 1);
-  try {
-    m.handle(n);
-  } finally {
-    Atomics.store(state!, 1, 0);
+
+  nextMessage(): Promise<void> {
+    if (this.inbox.length) return Promise.resolve();
+    return new Promise((r) => (this.#wake = r));
+  }
+
+  readonly post = (m: ToMain): void => {
+    if (this.state) Atomics.add(this.state, 0, 1);
+    self.postMessage(m);
+  };
+
+  openRoot(pid: number): void {
+    const v = ContainerView.open(pid);
+    if (typeof v === "number") throw new Error(`cannot open the container's root (errno ${-v})`);
+    this.root = v;
+    this.view.useRoot(v);
+  }
+
+  handle(m: Mediator, n: Notification): void {
+    if (this.rootPending) {
+      this.rootPending = false;
+      this.openRoot(n.tid);
+    }
+    if (this.handlingId) this.handlingId[0] = n.id;
+    Atomics.add(this.state!, 3, 1);
+    Atomics.store(this.state!, 1, 1);
+    try {
+      m.handle(n);
+    } finally {
+      Atomics.store(this.state!, 1, 0);
+    }
+  }
+
+  /** Work other than a notification that may perform a call (an answer, a retry): watched, with no id to fail. */
+  busyDoing(fn: () => void): void {
+    if (this.handlingId) this.handlingId[0] = 0n;
+    Atomics.add(this.state!, 3, 1);
+    Atomics.store(this.state!, 1, 1);
+    try {
+      fn();
+    } finally {
+      Atomics.store(this.state!, 1, 0);
+    }
   }
 }
 
-/** Work other than a notification that may perform a call (an answer, a retry): watched, with no id to fail. */
-function busyDoing(fn: () => void): void {
-  if (handlingId) handlingId[0] = 0n;
-  Atomics.add(state!, 3, 1);
-  Atomics.store(state!, 1, 1);
-  try {
-    fn();
-  } finally {
-    Atomics.store(state!, 1, 0);
-  }
-}
-
-function nextMessage(): Promise<void> {
-  if (inbox.length) return Promise.resolve();
-  return new Promise((r) => (wake = r));
-}
-
-async function main(fs: Fs): Promise<void> {
-  await nextMessage();
-  const init = inbox.shift()!;
+async function main(t: WorkerThread): Promise<void> {
+  await t.nextMessage();
+  const init = t.inbox.shift()!;
   if (init.t !== "init") throw new Error("supervisor worker: expected init");
   const cfg: SessionConfig = init.config;
-  state = new Int32Array(cfg.posted);
+  t.state = new Int32Array(cfg.posted);
   if (cfg.posted.byteLength >= 24) {
-    handlingId = new BigUint64Array(cfg.posted, 16, 1);
-    Atomics.store(state, 2, gettid());
+    t.handlingId = new BigUint64Array(cfg.posted, 16, 1);
+    Atomics.store(t.state, 2, gettid());
   }
   // A container's root: of the process the runtime named, else (crun exec says pid 0) of the first process
   // that traps, which is the runtime's own, already inside the container.
   if (cfg.container) {
-    if (cfg.container.rootPid > 0) openRoot(fs, cfg.container.rootPid);
-    else fs.pending = true;
+    if (cfg.container.rootPid > 0) t.openRoot(cfg.container.rootPid);
+    else t.rootPending = true;
   }
   const nfd = new NotifyFd(cfg.listenerFd);
   nfd.trySyncWakeup();
-  const m = new Mediator(cfg, nfd, post, new Resolver(fs.view));
+  const m = new Mediator(cfg, nfd, t.post, new Resolver(t.view));
   // The fast path answers writes plainly inside the floor without coming back here (HALLPASS_FAST_PATH=0
   // turns it off, to compare).
   const fast = cfg.fastPath && !cfg.container && Deno.env.get("HALLPASS_FAST_PATH") !== "0"
@@ -112,10 +118,10 @@ async function main(fs: Fs): Promise<void> {
     : null;
   let rootsVersion = -1;
   const notifBuf = new Uint8Array(128);
-  post({ t: "ready" });
+  t.post({ t: "ready" });
   if (cfg.first && (cfg.firstConnecting ?? -1) >= 0) {
     m.net.waitFor(nfd.decode(cfg.first), cfg.firstConnecting!);
-  } else if (cfg.first) handle(m, nfd.decode(cfg.first), fs);
+  } else if (cfg.first) t.handle(m, nfd.decode(cfg.first));
   const drain = new Uint8Array(128);
   let listenerOpen = true;
   let stopping = false;
@@ -137,7 +143,7 @@ async function main(fs: Fs): Promise<void> {
     const busy = m.pendingCount > 0 || connecting.length > 0;
     // (Not for a container: the agent may have to stop this loop to hand the listener over, and a Worker
     // blocked in RECV could only leave it with a notification taken and never answered.)
-    if (!busy && listenerOpen && !cfg.container && inbox.length === 0 && received === announced) {
+    if (!busy && listenerOpen && !cfg.container && t.inbox.length === 0 && t.received === t.announced) {
       if (fast) {
         if (rootsVersion !== m.rootsVersion) {
           fast.setRoots(m.fastRoots());
@@ -147,7 +153,7 @@ async function main(fs: Fs): Promise<void> {
           // Nothing pending: the fast path waits, answers what is plainly in the floor, and returns the rest.
           // Nothing pending, so no message can matter: no wake pipe, it waits in RECV itself.
           const r = fast.serve(cfg.listenerFd, -1, notifBuf, 80, -1);
-          if (r === SERVE.NOTIFICATION) handle(m, nfd.decode(notifBuf), fs);
+          if (r === SERVE.NOTIFICATION) t.handle(m, nfd.decode(notifBuf));
           else if (r === SERVE.CONNECTING) m.net.waitFor(nfd.decode(notifBuf), fast.takeConnecting());
           else if (r === SERVE.HANGUP) {
             listenerOpen = false;
@@ -160,7 +166,7 @@ async function main(fs: Fs): Promise<void> {
       if (!fast?.active) {
         // Nothing pending: only a notification can matter now. Wait for it in RECV itself.
         const n = nfd.recv();
-        if (n) handle(m, n, fs);
+        if (n) t.handle(m, n);
         continue;
       }
     }
@@ -171,12 +177,12 @@ async function main(fs: Fs): Promise<void> {
       }
       if (poller.revents(wakeAt)) {
         const got = Number(libcMore().read(cfg.wakeFd, drain, 128n));
-        if (got > 0) announced += got;
+        if (got > 0) t.announced += got;
         // Let the announced messages be delivered (the main thread posts before it writes the pipe).
-        for (let i = 0; i < 1000 && received < announced; i++) await new Promise((r) => setTimeout(r, 0));
-        while (inbox.length) {
-          const msg = inbox.shift()!;
-          if (msg.t === "answer") busyDoing(() => m.answer(msg.qid, msg.answer));
+        for (let i = 0; i < 1000 && t.received < t.announced; i++) await new Promise((r) => setTimeout(r, 0));
+        while (t.inbox.length) {
+          const msg = t.inbox.shift()!;
+          if (msg.t === "answer") t.busyDoing(() => m.answer(msg.qid, msg.answer));
           else if (msg.t === "stop") stopping = true;
         }
         if (stopping) break;
@@ -185,7 +191,7 @@ async function main(fs: Fs): Promise<void> {
         const ev = poller.revents(0);
         if (ev & 1 /* POLLIN */) {
           const n = nfd.recv();
-          if (n) handle(m, n, fs);
+          if (n) t.handle(m, n);
         } else if (ev & (0x10 | 0x08) /* POLLHUP | POLLERR */) {
           listenerOpen = false; // every sandboxed process is gone
           dirty = true;
@@ -195,7 +201,7 @@ async function main(fs: Fs): Promise<void> {
     if (busy) {
       const now = Date.now();
       if (now - lastSweep > 200) {
-        busyDoing(() => m.retryWaiting());
+        t.busyDoing(() => m.retryWaiting());
         m.withdrawDead();
         m.net.sweep();
         lastSweep = now;
@@ -207,14 +213,15 @@ async function main(fs: Fs): Promise<void> {
     fast.close();
   }
   m.close();
-  fs.root?.close();
+  t.root?.close();
   // The listener stays open: its owner closes it (the agent hands it to its successor).
-  post({ t: "stopped", stats: m.respond.stats });
+  t.post({ t: "stopped", stats: m.respond.stats });
   self.close();
 }
 
-const fs: Fs = { view: new SessionView(), root: null, pending: false };
-main(fs).catch((e) => {
-  fs.root?.close();
-  post({ t: "fatal", message: e instanceof Error ? e.message : String(e) });
+const thread = new WorkerThread();
+self.onmessage = (e: MessageEvent<ToWorker>) => thread.receive(e.data);
+main(thread).catch((e) => {
+  thread.root?.close();
+  thread.post({ t: "fatal", message: e instanceof Error ? e.message : String(e) });
 });
