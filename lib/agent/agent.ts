@@ -22,7 +22,8 @@ import { parseRules } from "../policy/rules_file.ts";
 import { groupRecord, type GroupTable, newGroupTable } from "../policy/exec_groups.ts";
 import { SupervisorHost } from "../supervisor/host.ts";
 import { Summary } from "../cli/summary.ts";
-import type { Rule } from "../types.ts";
+import type { ReadRule, Rule } from "../types.ts";
+import { podReadProtection, protectionUnheld } from "./pod_reads.ts";
 import type { AskBackend } from "../ask/backend.ts";
 import { UsageError } from "../types.ts";
 import {
@@ -221,11 +222,12 @@ export class Agent {
   }
 
   /** The container's rules, and the program groups they define (the builtins and the files' `group` lines). */
-  #rulesFor(state: ProcessState): { rules: Rule[]; groups: GroupTable } {
+  #rulesFor(state: ProcessState): { rules: Rule[]; groups: GroupTable; reads: ReadRule[] } {
     const dir = this.#o.rulesDir;
     const rules: Rule[] = [];
+    const reads: ReadRule[] = [];
     const groups = newGroupTable();
-    if (!dir) return { rules, groups };
+    if (!dir) return { rules, groups, reads };
     for (const name of podRuleFiles(state.identity)) {
       const file = `${dir}/${name}`;
       let text: string;
@@ -235,10 +237,18 @@ export class Agent {
         continue; // not every level has a file
       }
       rules.push(
-        ...parseRules(text, { file, project: false, cwd: "/", home: "/root", lookup: () => null, groups }),
+        ...parseRules(text, {
+          file,
+          project: false,
+          cwd: "/",
+          home: "/root",
+          lookup: () => null,
+          groups,
+          reads,
+        }),
       );
     }
-    return { rules, groups };
+    return { rules, groups, reads };
   }
 
   /** Starts mediating one container process's listener. */
@@ -247,8 +257,14 @@ export class Agent {
     const rootPid = state.pid || state.initPid;
     let rules: Rule[];
     let groups: GroupTable;
+    let readProtected: { protect: string[]; readable: string[] };
     try {
-      ({ rules, groups } = this.#rulesFor(state));
+      let reads: ReadRule[];
+      ({ rules, groups, reads } = this.#rulesFor(state));
+      readProtected = podReadProtection(reads);
+      // Protections a profile cannot hold (reads not trapped) are an error, not a promise (docs/kubernetes.md).
+      const unheld = protectionUnheld(state.metadata, readProtected.protect);
+      if (unheld !== null) throw new Error(unheld);
     } catch (e) {
       // Fail closed: with its rules unreadable the container is not mediated, and its trapped calls fail.
       this.#warn(`hallpass agent: ${label}: ${(e as Error).message}; its mediated calls will fail`);
@@ -280,6 +296,7 @@ export class Agent {
       logPath: this.#o.logPath,
       umask: 0o022,
       container: { rootPid, identity: state.identity, setupDone: running },
+      readProtected: readProtected.protect.length > 0 ? readProtected : undefined,
     }, {
       backend: this.#backend,
       summary,

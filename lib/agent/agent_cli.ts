@@ -8,7 +8,7 @@ import type { AgentOptions } from "./agent.ts";
 import { DEFAULT_LISTENER_PATH, seccompProfile } from "./profile.ts";
 
 export const AGENT_HELP = `usage: hallpass agent [OPTIONS]
-       hallpass agent --print-profile [--connect] [--socket PATH]
+       hallpass agent --print-profile [--connect] [--protect] [--socket PATH]
 
 The node agent for Kubernetes: container runtimes hand it each container's seccomp notifications (the pod's
 Localhost seccomp profile names its socket as listenerPath); it applies the pod's rules and asks people
@@ -23,6 +23,7 @@ options:
   --log FILE            one JSON line for every decision
   --print-profile       print the seccomp profile for pods (Kubernetes Localhost profile) and exit
   --connect             with --print-profile: trap connects too
+  --protect             with --print-profile: trap read opens too (pods whose rules protect paths)
 A new agent started on the socket of a running one takes its containers over, and its --listen address; the
 old one then stays idle until it is stopped (a DaemonSet would restart an agent that exits).
 --log - writes the JSON lines to stdout (for a cluster's log collector).`;
@@ -42,7 +43,7 @@ export function parseAgentArgs(argv: string[]): AgentInvocation {
     logPath: null,
     mediate: { exec: true, connect: true },
   };
-  let profile = false, connect = false;
+  let profile = false, connect = false, reads = false;
   const seen = new Set<string>();
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
@@ -53,6 +54,10 @@ export function parseAgentArgs(argv: string[]): AgentInvocation {
     }
     if (arg === "--connect") {
       connect = true;
+      continue;
+    }
+    if (arg === "--protect") {
+      reads = true;
       continue;
     }
     const m = /^(--socket|--rules|--listen|--token-file|--ask-timeout|--log)(?:=(.*))?$/s.exec(arg);
@@ -102,10 +107,11 @@ export function parseAgentArgs(argv: string[]): AgentInvocation {
     }
   }
   if (profile) {
-    const p = seccompProfile({ listenerPath: o.socket, connect });
+    const p = seccompProfile({ listenerPath: o.socket, connect, reads });
     return { kind: "profile", json: JSON.stringify(p, null, 2) + "\n" };
   }
   if (connect) throw new UsageError("agent: --connect goes with --print-profile");
+  if (reads) throw new UsageError("agent: --protect goes with --print-profile");
   if (o.listen && !o.tokenFile) throw new UsageError("agent: --listen needs --token-file (who may answer)");
   if (o.tokenFile && !o.listen) throw new UsageError("agent: --token-file goes with --listen");
   if (o.rulesDir !== null) {
@@ -155,8 +161,7 @@ export async function agentCommand(argv: string[]): Promise<number> {
 }
 
 /**
- * Every rules file of the directory parses as a pod's would (lib/agent/agent.ts): a bad line (such as
- * `protect PATH`, which a pod cannot enforce) stops the agent at start with the file and line, instead of
+ * Every rules file of the directory parses as a pod's would (lib/agent/agent.ts): a bad line stops the agent at start with the file and line, instead of
  * failing each pod that uses the file later. A file changed while the agent runs is checked when a pod uses it.
  */
 export function checkRulesDir(dir: string): void {
@@ -177,7 +182,7 @@ export function checkRulesDir(dir: string): void {
       throw new UsageError(`agent: ${file}: ${(e as Error).message}`);
     }
     try {
-      parseRules(text, { file, project: false, cwd: "/", home: "/root", lookup: () => null });
+      parseRules(text, { file, project: false, cwd: "/", home: "/root", lookup: () => null, reads: [] });
     } catch (e) {
       throw new UsageError(`agent: ${(e as Error).message}`);
     }

@@ -96,6 +96,11 @@ export interface SeccompProfileOptions {
   listenerMetadata?: string;
   /** Trap connect, sendto, sendmsg and sendmmsg too (the workstation's `--mediate …,connect`). Default false. */
   connect?: boolean;
+  /**
+   * Trap every open and openat, reads too (`hallpass-protect.json`): for pods whose rules `protect` paths. The
+   * agent refuses those and performs every other open itself (docs/kubernetes.md). Default false.
+   */
+  reads?: boolean;
 }
 
 /** The architectures the profile's rules apply to; other ABIs get the runtime's bad-architecture action. */
@@ -108,20 +113,22 @@ const METADATA_PREFIX = "hallpass/1";
  * agent knows what a container's profile sends it (an `allow connect` rule means nothing for a pod whose
  * profile does not trap connect).
  */
-export function profileMetadata(o: { connect?: boolean } = {}): string {
-  return `${METADATA_PREFIX} mediate=write,exec${o.connect ? ",connect" : ""}`;
+export function profileMetadata(o: { connect?: boolean; reads?: boolean } = {}): string {
+  return `${METADATA_PREFIX} mediate=write,exec${o.reads ? ",read" : ""}${o.connect ? ",connect" : ""}`;
 }
 
 /**
  * Reads {@linkcode profileMetadata}'s format back: the categories trapped, or null for metadata that is not
  * hallpass's (an unknown prefix, or a category that does not exist).
  */
-export function parseProfileMetadata(text: string): { mediate: Set<"write" | "exec" | "connect"> } | null {
+export function parseProfileMetadata(
+  text: string,
+): { mediate: Set<"write" | "exec" | "read" | "connect"> } | null {
   const m = /^hallpass\/1 mediate=([a-z,]+)$/.exec(text);
   if (m === null) return null;
-  const mediate = new Set<"write" | "exec" | "connect">();
+  const mediate = new Set<"write" | "exec" | "read" | "connect">();
   for (const c of m[1].split(",")) {
-    if (c !== "write" && c !== "exec" && c !== "connect") return null;
+    if (c !== "write" && c !== "exec" && c !== "read" && c !== "connect") return null;
     mediate.add(c);
   }
   return mediate.has("write") && mediate.has("exec") ? { mediate } : null;
@@ -134,8 +141,8 @@ export function seccompProfile(o: SeccompProfileOptions): OciSeccompProfile {
       `listenerPath must be an absolute path on the node, got ${JSON.stringify(o.listenerPath)}`,
     );
   }
-  const connect = o.connect ?? false;
-  const syscalls = profileSyscalls(filterPlan({ mediateConnect: connect }));
+  const connect = o.connect ?? false, reads = o.reads ?? false;
+  const syscalls = profileSyscalls(filterPlan({ mediateConnect: connect, mediateReads: reads }));
   // runc refuses a profile that notifies write(2): it needs write to hand the listener fd to its parent.
   if (syscalls.some((s) => s.action === "SCMP_ACT_NOTIFY" && s.names.includes("write"))) {
     throw new Error("the filter plan notifies write(2), which runc refuses");
@@ -144,7 +151,7 @@ export function seccompProfile(o: SeccompProfileOptions): OciSeccompProfile {
     defaultAction: "SCMP_ACT_ALLOW",
     architectures: [...PROFILE_ARCHITECTURES],
     listenerPath: o.listenerPath,
-    listenerMetadata: o.listenerMetadata ?? profileMetadata({ connect }),
+    listenerMetadata: o.listenerMetadata ?? profileMetadata({ connect, reads }),
     syscalls,
   };
 }
@@ -153,9 +160,9 @@ export function seccompProfile(o: SeccompProfileOptions): OciSeccompProfile {
  * The names of the calls the profile sends to the agent (some only for some arguments, e.g. openat only when
  * it may write): the agent must answer a notification for each of them, and for nothing else.
  */
-export function notifiedSyscalls(o: { connect?: boolean } = {}): string[] {
+export function notifiedSyscalls(o: { connect?: boolean; reads?: boolean } = {}): string[] {
   const names = new Set<string>();
-  for (const e of filterPlan({ mediateConnect: o.connect ?? false })) {
+  for (const e of filterPlan({ mediateConnect: o.connect ?? false, mediateReads: o.reads ?? false })) {
     if (e.action.kind === "notify") names.add(syscallName(e.syscall));
   }
   return [...names];

@@ -30,6 +30,11 @@ const NOTIFY: FilterAction = { kind: "notify" };
 
 export interface FilterOptions {
   mediateConnect: boolean;
+  /**
+   * Trap every open, reads too (the Kubernetes agent's protect profile, lib/agent/profile.ts): the agent refuses
+   * read-protected paths and performs the other opens itself. Never on a workstation (Landlock refuses reads).
+   */
+  mediateReads?: boolean;
 }
 
 export function filterPlan(opts: FilterOptions): FilterEntry[] {
@@ -37,6 +42,10 @@ export function filterPlan(opts: FilterOptions): FilterEntry[] {
   const sys = (name: string): string | number => NEW_SYSCALL_NUMBERS[name] ?? name;
 
   for (const c of WRITE_CALLS) {
+    if (c.kind === "open" && typeof c.openFlags === "number" && opts.mediateReads) {
+      plan.push({ syscall: c.name, action: NOTIFY, why: `read and write: every ${c.name}` });
+      continue;
+    }
     if (c.kind === "open" && typeof c.openFlags === "number") {
       // Only opens that can write are trapped: reads never wait for the supervisor.
       for (const bit of [0o1, 0o2, 0o100, 0o1000]) {

@@ -19,7 +19,7 @@ import { privilegedRefusal, privilegedXattr } from "../policy/privileged_bits.ts
 import { type ConnectTarget, formatTarget } from "../policy/connect_dest.ts";
 import { isLoopback, netVerdict } from "../policy/socket_policy.ts";
 import type { NetKind } from "./connect.ts";
-import type { BindRequest, End, ExecRequest, Request, WriteRequest } from "./decode.ts";
+import type { BindRequest, End, ExecRequest, ReadRequest, Request, WriteRequest } from "./decode.ts";
 import { ANOTHER_TERMINAL, isPtyPath, isTerminalPath } from "./other_terminals.ts";
 
 /**
@@ -192,7 +192,26 @@ export function decide(req: Request, ctx: DecideContext): Decision {
       return decideExec(req, ctx);
     case "bind":
       return decideBind(req, ctx);
+    case "read":
+      return decideRead(req, ctx);
   }
+}
+
+/**
+ * A read-only open (trapped only by the Kubernetes agent's protect profile: there is no Landlock floor). A
+ * read-protected path (lib/agent/pod_reads.ts) is refused; any other open is performed here, never continued
+ * (lib/supervisor/read_open.ts): a CONTINUE would let the kernel read the path from the caller's memory and walk
+ * it again, and a path rewritten or a symlink swapped in between would reach a protected file. The performed
+ * open walks the canonical path decided without following symlinks; a pipe or socket reached through
+ * /proc/PID/fd is reopened through that link (no process of the pod holds a protected file's fd to put there:
+ * every open comes here). The pod's own /proc is read as before (the kernel's own checks, as the caller). A
+ * name that is not UTF-8 cannot be matched: refused.
+ */
+export function decideRead(req: ReadRequest, ctx: DecideContext): Decision {
+  const e = req.end;
+  if (e.unreadable) return { answer: "deny", shown: e.path, by: "protect" };
+  if (!e.anon && readProtectedAt(ctx, e.path)) return { answer: "deny", shown: e.path, by: "protect" };
+  return { answer: "perform", by: "read" };
 }
 
 const EPERM = 1, ENOENT = 2, EEXIST = 17, EADDRINUSE = 98;

@@ -25,7 +25,7 @@ import type { Resolved, Resolver } from "./resolve.ts";
 import type { FsView } from "./view.ts";
 
 const EACCES = 13, EILSEQ = 84;
-const O_CREAT = 0o100, O_EXCL = 0o200, O_NOFOLLOW = 0o400000;
+const O_CREAT = 0o100, O_EXCL = 0o200, O_TRUNC = 0o1000, O_NOFOLLOW = 0o400000;
 
 /** One end of a call, as decided: a canonical path, or something with no path (`anon`: a pipe, a memfd). */
 export interface End {
@@ -34,6 +34,8 @@ export interface End {
   anon: boolean;
   /** A name that is not UTF-8: it cannot be shown or matched faithfully (decided in decide.ts). */
   unreadable?: boolean;
+  /** For `anon`: the /proc/PID/fd/N magic link it was reached through (a performed read reopens that). */
+  via?: string;
 }
 
 /** A write (lib/filter/syscall_table.ts WRITE_CALLS): every end resolved. */
@@ -73,7 +75,37 @@ export interface BindRequest {
   exists: boolean;
 }
 
-export type Request = WriteRequest | ExecRequest | BindRequest;
+/**
+ * An open that only reads (no write access, O_CREAT or O_TRUNC): trapped only by the Kubernetes agent's protect
+ * profile (lib/agent/profile.ts); the path the open would reach, canonical in the caller's view.
+ */
+export interface ReadRequest {
+  op: "read";
+  n: Notification;
+  call: WriteCall;
+  end: End;
+  flags: number;
+}
+
+export type Request = WriteRequest | ExecRequest | BindRequest | ReadRequest;
+
+/** An open that cannot write: the filter traps it only when reads are mediated (a pod's protect profile). */
+export function readsOnly(c: WriteCall, flags: number): boolean {
+  return c.kind === "open" && (flags & (3 | O_CREAT | O_TRUNC)) === 0;
+}
+
+/** Decodes a read-only open: the path it would open, following a final symlink unless O_NOFOLLOW. */
+export function decodeRead(
+  files: Resolver,
+  mem: NotifyFd,
+  n: Notification,
+  c: WriteCall,
+): ReadRequest | DecodeError {
+  const flags = openFlags(n, c);
+  const e = pathEnd(files, mem, n, c.dirfd, c.path, !(flags & O_NOFOLLOW));
+  if ("op" in e) return e;
+  return { op: "read", n, call: c, end: e, flags };
+}
 
 /** What could not become a Request: the error the kernel would give. */
 export interface DecodeError {
@@ -123,7 +155,10 @@ function fdArg(n: Notification, i: number): number {
 }
 
 function endOf(r: Resolved & { kind: "path" | "anon" }): End {
-  return r.kind === "anon" ? { path: `anon:${r.what}`, anon: true } : { path: r.path, anon: false };
+  if (r.kind === "path") return { path: r.path, anon: false };
+  return r.via === undefined
+    ? { path: `anon:${r.what}`, anon: true }
+    : { path: `anon:${r.what}`, anon: true, via: r.via };
 }
 
 /** A path argument resolved from the caller's cwd or dirfd; unreadable when not UTF-8. */

@@ -41,6 +41,7 @@ import type { Resolver } from "./resolve.ts";
 import { Report } from "./report.ts";
 import { Perform } from "./perform.ts";
 import { RuntimeSetup } from "./runtime_setup.ts";
+import { ReadOpens } from "./read_open.ts";
 import { formatTarget } from "../policy/connect_dest.ts";
 
 const EACCES = 13;
@@ -60,6 +61,7 @@ export class Mediator {
   /** Performs allowed calls (lib/supervisor/emulate.ts). */
   readonly #emulate: Emulate;
   readonly #report: Report;
+  readonly #reads: ReadOpens;
   /** A container's runtime, while its setup runs (lib/supervisor/runtime_setup.ts). */
   readonly #setup: RuntimeSetup | null;
   readonly proc: ProcInfo;
@@ -83,6 +85,7 @@ export class Mediator {
     this.#report = new Report(cfg, this.proc, post, this.policy);
     const allowPrivileged = cfg.allowPrivilegedFiles === true;
     this.#emulate = new Emulate(nfd, this.respond, this.proc, this.net, allowPrivileged, fs.view);
+    this.#reads = new ReadOpens(nfd, fs, this.respond, this.#emulate, this.#report, this.proc, this.#context);
     const writable = (p: string) =>
       this.policy.decide("write", p, Date.now()).effect === "allow" || this.#context.inFloor(p);
     this.questions = new Questions(cfg, this.proc, post, this.respond, this.net, nfd, writable, fs.view);
@@ -170,6 +173,7 @@ export class Mediator {
   }
 
   #write(n: Notification, c: WriteCall): void {
+    if (this.#reads.handles(n, c)) return; // read-only opens: a pod's protect profile (read_open.ts)
     const req = decodeWrite(this.fs, this.#nfd, n, c, this.#tgid);
     if (req.op === "error") return this.respond.error(n, req.errno);
     const p: Pending = { n, op: "write", call: c, targets: req.ends, fdCopy: req.fdCopy, qid: 0 };

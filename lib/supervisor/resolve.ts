@@ -15,7 +15,8 @@ import { normalizePath } from "../policy/path_scope.ts";
 export type Resolved =
   | { kind: "path"; path: string }
   /** Not a file system object (a pipe, a socket, an anonymous inode reached through /proc/PID/fd). */
-  | { kind: "anon"; what: string }
+  /** `via`: the /proc magic link it was reached through. */
+  | { kind: "anon"; what: string; via?: string }
   | { kind: "error"; errno: number };
 
 const ENOENT = 2, ENOTDIR = 20, ELOOP = 40, ENAMETOOLONG = 36;
@@ -109,10 +110,12 @@ export class Resolver {
       if (candidate.startsWith("/proc/") && (link.endsWith(" (deleted)") || link.startsWith("/memfd:"))) {
         // A magic link to a file without a path (a memfd, a deleted file). Its text is not a path: a memfd
         // named "x/../../usr/bin/true" reads "/memfd:x/../../usr/bin/true (deleted)".
-        return { kind: "anon", what: link };
+        return { kind: "anon", what: link, via: candidate };
       }
       if (!link.startsWith("/")) {
-        if (/^[a-z_]+:\[?/.test(link) && candidate.startsWith("/proc/")) return { kind: "anon", what: link };
+        if (/^[a-z_]+:\[?/.test(link) && candidate.startsWith("/proc/")) {
+          return { kind: "anon", what: link, via: candidate };
+        }
         full = cdir === "/" ? "/" + link : cdir + "/" + link;
       } else {
         full = link;

@@ -140,6 +140,8 @@ export interface BundleOptions {
   script: string;
   socket: string;
   connect?: boolean;
+  /** The protect profile (`--print-profile --protect`): read opens trapped too. */
+  reads?: boolean;
   /** Pod identity in the annotations the CRI plugins use. */
   namespace?: string;
   pod?: string;
@@ -194,7 +196,11 @@ export async function makeBundle(dir: string, o: BundleOptions): Promise<string>
   if (o.user) config.process.user = { uid: o.user.uid, gid: o.user.gid, additionalGids: [o.user.gid] };
   config.root.readonly = false;
   if (!o.noSeccomp) {
-    config.linux.seccomp = seccompProfile({ listenerPath: o.socket, connect: o.connect ?? false });
+    config.linux.seccomp = seccompProfile({
+      listenerPath: o.socket,
+      connect: o.connect ?? false,
+      reads: o.reads ?? false,
+    });
   }
   config.annotations = {
     "io.kubernetes.cri.sandbox-namespace": o.namespace ?? "default",
