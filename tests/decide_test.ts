@@ -26,6 +26,7 @@ import {
   type BindRequest,
   type End,
   type ExecRequest,
+  type ReadRequest,
   unreadableExec,
   type WriteRequest,
 } from "../lib/supervisor/decode.ts";
@@ -468,6 +469,35 @@ Deno.test("decide(bind): a socket file is a write of a name", () => {
     [breq("/q/there", true), "fail 98"], // EADDRINUSE
     [breq("/out/s.sock"), "ask /out/s.sock"],
     [breq("(a socket path that is not UTF-8)", false, true), "deny: (a socket path that is not UTF-8)"],
+  ];
+  for (const [req, want] of table) assert.equal(show(decide(req, c)), want, req.end.path);
+});
+
+Deno.test("decide(read): a pod's protect profile: protected refused, everything else performed", () => {
+  const open = WRITE_CALLS.find((c) => c.name === "openat")!;
+  const c = dctx({
+    container: true,
+    readProtected: { protect: ["/secret", "/etc/shadow"], readable: ["/secret/public"] },
+  });
+  const rreq = (path: string, anon = false, unreadable = false): ReadRequest => ({
+    op: "read",
+    n: notif(),
+    call: open,
+    end: anon ? { path, anon, via: "/proc/7/fd/0" } : { path, anon, unreadable },
+    flags: 0,
+  });
+  const table: [ReadRequest, string][] = [
+    [rreq("/secret"), "deny: /secret"], // listing the directory too
+    [rreq("/secret/key"), "deny: /secret/key"],
+    [rreq("/secret/public"), "perform (read)"],
+    [rreq("/secret/public/x"), "perform (read)"],
+    [rreq("/etc/shadow"), "deny: /etc/shadow"],
+    [rreq("/etc/shadowy"), "perform (read)"],
+    [rreq("/etc/passwd"), "perform (read)"], // never continued: the path in memory could change
+    [rreq("/"), "perform (read)"],
+    [rreq("/proc/7/status"), "perform (read)"],
+    [rreq("anon:pipe:[1]", true), "perform (read)"], // reopened through its /proc link
+    [rreq("(a file name that is not UTF-8)", false, true), "deny: (a file name that is not UTF-8)"],
   ];
   for (const [req, want] of table) assert.equal(show(decide(req, c)), want, req.end.path);
 });

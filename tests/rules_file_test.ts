@@ -113,7 +113,7 @@ Deno.test("parseRules: errors name the file and line", async (t) => {
     ["allow reed /a", 'rules:1: unknown operation "reed": expected write, exec or connect'],
     [
       "allow read /a",
-      "rules:1: \"allow read PATH\" is not available in a pod's rules: read protection needs the sandbox's Landlock floor, which a pod does not have (docs/kubernetes.md)",
+      'rules:1: "allow read PATH" is not available in these rules: read protections are set when a sandbox or pod starts',
     ],
     ["allow write", 'rules:1: missing target after "allow write"'],
     ["allow write /a /b", 'rules:1: unexpected "/b" after the target (a duration is written "for 10m")'],

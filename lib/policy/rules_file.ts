@@ -67,8 +67,8 @@ export interface ParseRulesOptions extends TargetOptions {
   /** The time `for DURATION` counts from (ms since epoch); default `Date.now()`. */
   now?: number;
   /**
-   * Where `protect PATH` and `allow read PATH` lines go. Without it they are an error: read protection is
-   * Landlock's, set at start, and the caller (a pod's rules) may have none.
+   * Where `protect PATH` and `allow read PATH` lines go. Without it they are an error: read protections are
+   * set at start (a sandbox's Landlock floor, a pod's protect profile: lib/agent/pod_reads.ts).
    */
   reads?: ReadRule[];
 }
@@ -261,7 +261,7 @@ function readLine(w: string[], lineNo: number, opts: ParseRulesOptions): void {
   }
   if (!opts.reads) {
     throw new UsageError(
-      `"${form}" is not available in a pod's rules: read protection needs the sandbox's Landlock floor, which a pod does not have (docs/kubernetes.md)`,
+      `"${form}" is not available in these rules: read protections are set when a sandbox or pod starts`,
     );
   }
   opts.reads.push({

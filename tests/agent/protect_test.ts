@@ -59,7 +59,7 @@ const ATTACKS = [
   'ls /secret >/dev/null; echo "list=$?"',
   'cat /etc/shadow; echo "shadow=$?"',
   // A symlink swapped between a harmless file and the key while another loop reads through it.
-  '(i=0; while [ $i -lt 300 ]; do ln -sfn /tmp/benign /tmp/s; ln -sfn /secret/key /tmp/s; i=$((i+1)); done) & ' +
+  "(i=0; while [ $i -lt 300 ]; do ln -sfn /tmp/benign /tmp/s; ln -sfn /secret/key /tmp/s; i=$((i+1)); done) & " +
   'j=0; while [ $j -lt 300 ]; do cat /tmp/s 2>/dev/null; j=$((j+1)); done; wait; echo "swap=done"',
 ];
 /** Reads that must keep working. */
@@ -73,67 +73,78 @@ const READS = [
 ];
 
 for (const runtime of ["runc", "crun"] as const) {
-  agentTest(`${runtime}: a pod's protected paths are unreadable on the protect profile; other reads work`, async () => {
-    await withAgent(async (dir, socket, agent) => {
-      const rootfs = await makeBundle(`${dir}/b`, {
-        socket,
-        reads: true,
-        namespace: "team",
-        pod: "guarded",
-        script: [...ATTACKS, ...READS].join("; "),
-      });
-      await plantSecret(rootfs);
-      const r = await runContainer(runtime, `${dir}/b`, containerId(runtime));
-      assertEquals(r.code, 0, r.stderr);
-      const out = r.stdout;
-      assert(!out.includes(SECRET), `the secret was read:\n${out}`);
-      for (const bad of ["direct=0", "symlink=0", "dirlink=0", "dotdot=0", "cwd=0", "list=0", "shadow=0"]) {
-        assert(!out.includes(bad), `${bad} in\n${out}`);
-      }
-      assert(out.includes("swap=done"), out);
-      for (const want of ["public=0", "passwd=0", "root=0", "proc=0", "stdin=0", "own=0", "public-ok", "piped"]) {
-        assert(out.includes(want), `${want} in\n${out}`);
-      }
-      await agent.waitOutput(/team\/guarded app: denied read \/secret\/key/);
-    });
-  });
-
-  agentTest(`${runtime}: controls — the same reads work on the plain profile and without hallpass`, async () => {
-    await withAgent(async (dir, socket) => {
-      for (const [name, opts] of [["plain", {}], ["bare", { noSeccomp: true }]] as const) {
-        const rootfs = await makeBundle(`${dir}/${name}`, {
+  agentTest(
+    `${runtime}: a pod's protected paths are unreadable on the protect profile; other reads work`,
+    async () => {
+      await withAgent(async (dir, socket, agent) => {
+        const rootfs = await makeBundle(`${dir}/b`, {
           socket,
+          reads: true,
           namespace: "team",
-          pod: "plain",
-          script: ATTACKS.join("; "),
-          ...opts,
+          pod: "guarded",
+          script: [...ATTACKS, ...READS].join("; "),
         });
         await plantSecret(rootfs);
-        const r = await runContainer(runtime, `${dir}/${name}`, containerId(runtime));
+        const r = await runContainer(runtime, `${dir}/b`, containerId(runtime));
         assertEquals(r.code, 0, r.stderr);
-        for (const want of ["direct=0", "symlink=0", "dotdot=0", "cwd=0", "shadow=0", SECRET]) {
-          assert(r.stdout.includes(want), `${name}: ${want} in\n${r.stdout}`);
+        const out = r.stdout;
+        assert(!out.includes(SECRET), `the secret was read:\n${out}`);
+        for (const bad of ["direct=0", "symlink=0", "dirlink=0", "dotdot=0", "cwd=0", "list=0", "shadow=0"]) {
+          assert(!out.includes(bad), `${bad} in\n${out}`);
         }
-      }
-    });
-  });
-
-  agentTest(`${runtime}: protect rules for a pod on the plain profile: its calls fail, the agent says what to change`, async () => {
-    await withAgent(async (dir, socket, agent) => {
-      const rootfs = await makeBundle(`${dir}/b`, {
-        socket,
-        namespace: "team",
-        pod: "guarded",
-        script: 'cat /secret/key; echo "ran=$?"',
+        assert(out.includes("swap=done"), out);
+        for (
+          const want of ["public=0", "passwd=0", "root=0", "proc=0", "stdin=0", "own=0", "public-ok", "piped"]
+        ) {
+          assert(out.includes(want), `${want} in\n${out}`);
+        }
+        await agent.waitOutput(/team\/guarded app: denied read \/secret\/key/);
       });
-      await plantSecret(rootfs);
-      const r = await runContainer(runtime, `${dir}/b`, containerId(runtime));
-      assert(!r.stdout.includes(SECRET), r.stdout);
-      await agent.waitOutput(
-        /team\/guarded app: its rules protect \/secret .*does not trap reads.*hallpass-protect\.json/,
-      );
-    });
-  });
+    },
+  );
+
+  agentTest(
+    `${runtime}: controls — the same reads work on the plain profile and without hallpass`,
+    async () => {
+      await withAgent(async (dir, socket) => {
+        for (const [name, opts] of [["plain", {}], ["bare", { noSeccomp: true }]] as const) {
+          const rootfs = await makeBundle(`${dir}/${name}`, {
+            socket,
+            namespace: "team",
+            pod: "plain",
+            script: ATTACKS.join("; "),
+            ...opts,
+          });
+          await plantSecret(rootfs);
+          const r = await runContainer(runtime, `${dir}/${name}`, containerId(runtime));
+          assertEquals(r.code, 0, r.stderr);
+          for (const want of ["direct=0", "symlink=0", "dotdot=0", "cwd=0", "shadow=0", SECRET]) {
+            assert(r.stdout.includes(want), `${name}: ${want} in\n${r.stdout}`);
+          }
+        }
+      });
+    },
+  );
+
+  agentTest(
+    `${runtime}: protect rules for a pod on the plain profile: its calls fail, the agent says what to change`,
+    async () => {
+      await withAgent(async (dir, socket, agent) => {
+        const rootfs = await makeBundle(`${dir}/b`, {
+          socket,
+          namespace: "team",
+          pod: "guarded",
+          script: 'cat /secret/key; echo "ran=$?"',
+        });
+        await plantSecret(rootfs);
+        const r = await runContainer(runtime, `${dir}/b`, containerId(runtime));
+        assert(!r.stdout.includes(SECRET), r.stdout);
+        await agent.waitOutput(
+          /team\/guarded app: its rules protect \/secret .*does not trap reads.*hallpass-protect\.json/,
+        );
+      });
+    },
+  );
 }
 
 agentTest("a container process that is not root reads with its own ids on the protect profile", async () => {
