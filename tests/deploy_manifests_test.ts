@@ -33,9 +33,10 @@ const MANIFESTS = [
   "example-pod.yaml",
 ];
 /** The profiles shipped in deploy/kubernetes, and what makes each. */
-const PROFILES: [file: string, connect: boolean][] = [
-  ["seccomp-profile.json", false],
-  ["seccomp-profile-connect.json", true],
+const PROFILES: [file: string, connect: boolean, reads: boolean][] = [
+  ["seccomp-profile.json", false, false],
+  ["seccomp-profile-connect.json", true, false],
+  ["seccomp-profile-protect.json", false, true],
 ];
 
 // deno-lint-ignore no-explicit-any
@@ -201,14 +202,15 @@ Deno.test("no manifest has a field the Kubernetes API does not know (and a missp
 });
 
 Deno.test("the shipped seccomp profiles are exactly what lib/agent/profile.ts gives", async () => {
-  for (const [file, connect] of PROFILES) {
-    const want = JSON.stringify(seccompProfile({ listenerPath: DEFAULT_LISTENER_PATH, connect }), null, 2) +
+  for (const [file, connect, reads] of PROFILES) {
+    const want =
+      JSON.stringify(seccompProfile({ listenerPath: DEFAULT_LISTENER_PATH, connect, reads }), null, 2) +
       "\n";
     assert.equal(
       await Deno.readTextFile(new URL(file, K8S_DIR)),
       want,
       `deploy/kubernetes/${file} is stale: write JSON.stringify(seccompProfile({ listenerPath: ` +
-        `"${DEFAULT_LISTENER_PATH}", connect: ${connect} }), null, 2) + "\\n" to it`,
+        `"${DEFAULT_LISTENER_PATH}", connect: ${connect}, reads: ${reads} }), null, 2) + "\\n" to it`,
     );
   }
 });
@@ -359,8 +361,8 @@ Deno.test("the manifests agree with each other, with the agent's command line an
   for (const m of script.matchAll(/^hallpass (agent .*) >"\$d\/\.(\S+)\.tmp"$/gm)) {
     const inv = parseAgentArgs(m[1].split(" ").slice(1));
     assert.equal(inv.kind, "profile", m[1]);
-    const connect = m[1].includes("--connect");
-    const shipped = PROFILES.find(([, c]) => c === connect)![0];
+    const connect = m[1].includes("--connect"), reads = m[1].includes("--protect");
+    const shipped = PROFILES.find(([, c, r]) => c === connect && r === reads)![0];
     assert.equal(
       inv.kind === "profile" && inv.json,
       await Deno.readTextFile(new URL(shipped, K8S_DIR)),
@@ -369,7 +371,11 @@ Deno.test("the manifests agree with each other, with the agent's command line an
     assert.ok(script.includes(`mv "$d/.${m[2]}.tmp" "$d/${m[2]}"`), `${m[2]} is not renamed into place`);
     installed.push(`profiles/${m[2]}`);
   }
-  assert.deepEqual(installed, ["profiles/hallpass.json", "profiles/hallpass-connect.json"]);
+  assert.deepEqual(installed, [
+    "profiles/hallpass.json",
+    "profiles/hallpass-connect.json",
+    "profiles/hallpass-protect.json",
+  ]);
 
   // The example pod: a profile that is installed, hallpass-request on PATH and allowed to run, its own rules.
   const example = one(docs, "v1/Pod");
