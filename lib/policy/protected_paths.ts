@@ -134,8 +134,14 @@ export interface FindOptions {
    * changed entry there would run at the next start, outside any sandbox).
    */
   denoDir?: string;
-  /** Compiled: the binary itself (installed where the sandbox may write, e.g. ~/.local/bin). */
+  /** Compiled: the binary itself (installed where the sandbox may write, e.g. ~/.local/bin); else the deno running it. */
   ownBinary?: string;
+  /**
+   * The directories of $PATH: a `hallpass` in one is what the person runs next — `make install`'s wrapper
+   * script, a symlink to the checkout, a copy of the binary — and one made in an earlier directory would be
+   * run instead. Each `DIR/hallpass` (the name, existing or not) is protected.
+   */
+  pathDirs?: string[];
 }
 
 /**
@@ -244,6 +250,10 @@ export function findProtectedPaths(o: FindOptions, fs: ProtectFs): ProtectedPath
   }
   if (o.ownBinary && fs.kind(fs.real(o.ownBinary)) === "file") {
     add("exact", fs.real(o.ownBinary), OWN_PROGRAM_REASON);
+  }
+  for (const d of o.pathDirs ?? []) {
+    const dir = d.startsWith("/") ? fs.real(d) : undefined;
+    if (dir && fs.kind(dir) === "dir") add("exact", `${dir === "/" ? "" : dir}/hallpass`, OWN_PROGRAM_REASON);
   }
   for (const f of o.askProgramFiles ?? []) {
     const real = fs.real(f);

@@ -273,7 +273,9 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
       ? decodeURIComponent(new URL("../..", import.meta.url).pathname).replace(/\/$/, "")
       : undefined,
     denoDir: import.meta.url.startsWith("file:") ? denoDirOf(env, home) : undefined,
-    ownBinary: import.meta.url.startsWith("file:") ? undefined : Deno.execPath(),
+    // Compiled: hallpass itself; from source: the deno that runs it (the next session runs it outside too).
+    ownBinary: Deno.execPath(),
+    pathDirs: pathEnv.split(":"),
   }, realProtectFs);
   const carvedFloor = carveFloor(floor, [
     ...holesOf(prot, isDir),
