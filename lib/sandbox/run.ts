@@ -205,12 +205,17 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
    * hallpass exits, and the launcher then kills everything in the sandbox: nothing outlives the session.
    */
   let ending = false;
+  /** Set once the launcher runs: stops the sandbox and runs the exit checks that need it gone. */
+  let stopSandbox: (() => Promise<void>) | null = null;
   const end = (sig: "SIGTERM" | "SIGHUP" | "SIGINT") => {
     forward(sig);
     if (ending) return;
     ending = true;
-    setTimeout(() => {
+    setTimeout(async () => {
       pty?.restore();
+      // A command that ignores the signal must not keep the exit checks from running (nested repositories):
+      // the launcher kills the sandbox when its socket closes; then they run, then hallpass exits.
+      await stopSandbox?.().catch(() => {});
       Deno.exit(128 + signalNumber(sig));
     }, END_GRACE_MS);
   };
@@ -318,6 +323,22 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     close(childSock);
   }
   const launcher = child;
+  stopSandbox = async () => {
+    // SIGKILL to the command through the launcher (message K): it then kills every other descendant and exits.
+    const msg = new Uint8Array(16);
+    const mv = new DataView(msg.buffer);
+    mv.setUint32(0, MAGIC, true);
+    mv.setUint32(4, "K".charCodeAt(0), true);
+    mv.setInt32(8, 9, true);
+    try {
+      sendWithFds(mySock, msg, []);
+    } catch { /* the launcher is gone already */ }
+    const gone = await Promise.race([
+      launcher.status.then(() => true),
+      new Promise<false>((r) => setTimeout(() => r(false), 2000)),
+    ]);
+    if (gone) nestedRepoLines(plan, startMs).forEach((l) => console.error(l));
+  };
   const cfgMsg = new Uint8Array(16);
   const dv = new DataView(cfgMsg.buffer);
   dv.setUint32(0, MAGIC, true);

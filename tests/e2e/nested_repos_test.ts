@@ -6,7 +6,7 @@
  * after hallpass exits, with a control that shows each plant runs without hallpass.
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { bare, exists, hallpass, scratch } from "./harness.ts";
+import { bare, exists, hallpass, HALLPASS_ARGV, scratch } from "./harness.ts";
 import { test, tool } from "../helpers/skip.ts";
 import { GIT_ENV, gitAt as git } from "../helpers/git.ts";
 
@@ -127,6 +127,52 @@ test({
       assert(await exists(`${theirs}/hooks/pre-commit`), `hallpass moved the person's hook: ${r.stderr}`);
       assert(!(await exists(`${s.project}/ptr/.git`)), `the planted pointer stayed: ${r.stderr}`);
       assert(r.stderr.includes(`${s.project}/ptr/.git points git at`), r.stderr);
+    } finally {
+      await s.cleanup();
+    }
+  },
+});
+
+test({
+  name:
+    "a command that ignores SIGTERM does not keep the repository check from running when hallpass is ended",
+  ignore: tool("git"),
+  async fn() {
+    const s = await scratch();
+    try {
+      const out = `${s.outside}/markers`;
+      await Deno.mkdir(out);
+      await setUp(s.project, s.outside);
+      const script = [
+        "trap '' TERM HUP INT",
+        "mkdir init-sub && git -C init-sub init -q",
+        `printf '#!/bin/sh\\necho hook >> ${out}/M\\n' > init-sub/.git/hooks/pre-commit`,
+        "chmod +x init-sub/.git/hooks/pre-commit",
+        "echo planted",
+        "sleep 60",
+      ].join("\n");
+      const child = new Deno.Command(HALLPASS_ARGV[0], {
+        args: [...HALLPASS_ARGV.slice(1), "--no-ask", "-q", "--", "/bin/sh", "-c", script],
+        cwd: s.project,
+        env: { ...GIT_ENV, HOME: s.outside },
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).spawn();
+      const reader = child.stdout.getReader();
+      let seen = "";
+      while (!seen.includes("planted")) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        seen += new TextDecoder().decode(value);
+      }
+      child.kill("SIGTERM");
+      const [st, err] = await Promise.all([child.status, new Response(child.stderr).text()]);
+      reader.releaseLock();
+      await child.stdout.cancel().catch(() => {});
+      assert(st.code !== 0 || st.signal !== null, "hallpass did not end");
+      await git(`${s.project}/init-sub`, s.outside, "commit", "-q", "--allow-empty", "-m", "x");
+      assert(!(await exists(`${out}/M`)), `git outside ran the sandbox's hook: ${err}`);
     } finally {
       await s.cleanup();
     }
