@@ -2,7 +2,7 @@
  * Socket calls the supervisor makes on its copies of sandboxed sockets (pidfd_getfd): connect, send, and the
  * socket's type. Each returns the result or -errno. Addresses are raw struct sockaddr bytes.
  */
-import { errno } from "./libc.ts";
+import { errno, ptrOf } from "./libc.ts";
 
 const SYMBOLS = {
   connect: { parameters: ["i32", "buffer", "u32"], result: "i32" }, // int connect(int, const struct sockaddr *, socklen_t)
@@ -70,6 +70,38 @@ export function sendtoFd(
 
 export function sendmsgFd(fd: number, msghdr: Uint8Array<ArrayBuffer>, flags: number): number {
   return r(net().sendmsg(fd, msghdr, flags));
+}
+
+/**
+ * sendmsg(2) of one buffer, to `addr` (or the connected peer) with ancillary data `control`: the struct msghdr
+ * and its iovec built here, so that no pointer leaves ffi/. An empty `data` is sent from a 128-byte buffer of
+ * its own (a zero-length datagram still needs a valid pointer).
+ */
+export function sendmsgParts(
+  fd: number,
+  data: Uint8Array<ArrayBuffer>,
+  addr: Uint8Array<ArrayBuffer> | null,
+  addrLen: number,
+  control: Uint8Array<ArrayBuffer> | null,
+  flags: number,
+): number {
+  const iov = new Uint8Array(16);
+  const iv = new DataView(iov.buffer);
+  iv.setBigUint64(0, ptrOf(data.length ? data : new Uint8Array(128)), true);
+  iv.setBigUint64(8, BigInt(data.length), true);
+  const hdr = new Uint8Array(56); // struct msghdr
+  const hv = new DataView(hdr.buffer);
+  if (addr) {
+    hv.setBigUint64(0, ptrOf(addr), true);
+    hv.setUint32(8, addrLen, true);
+  }
+  hv.setBigUint64(16, ptrOf(iov), true);
+  hv.setBigUint64(24, 1n, true);
+  if (control) {
+    hv.setBigUint64(32, ptrOf(control), true);
+    hv.setBigUint64(40, BigInt(control.length), true);
+  }
+  return sendmsgFd(fd, hdr, flags);
 }
 
 const O_NONBLOCK = 0o4000;

@@ -18,7 +18,7 @@ import {
   isNonBlocking,
   listenFd,
   localAddress,
-  sendmsgFd,
+  sendmsgParts,
   sendtoFd,
   setNonBlocking,
   SO,
@@ -27,7 +27,6 @@ import {
   socketOption,
   socketType,
 } from "../../ffi/net.ts";
-import { ptrOf } from "../../ffi/libc.ts";
 import { fs } from "../../ffi/fsops.ts";
 import { canonicalAddr, type ConnectTarget, formatTarget } from "../policy/connect_dest.ts";
 import { AF, ALLOWED_FAMILIES, effectiveTarget, IPPROTO } from "../policy/socket_policy.ts";
@@ -488,23 +487,7 @@ export class NetMediator {
       const d = op.data!;
       return sendtoFd(op.fd, d.length ? d : new Uint8Array(128), d.length, flags, op.addr, op.addrLen);
     }
-    const iov = new Uint8Array(128);
-    const iv = new DataView(iov.buffer);
-    iv.setBigUint64(0, ptrOf(op.data!.length ? op.data! : new Uint8Array(128)), true);
-    iv.setBigUint64(8, BigInt(op.data!.length), true);
-    const hdr = new Uint8Array(128);
-    const hv = new DataView(hdr.buffer);
-    if (op.addr) {
-      hv.setBigUint64(0, ptrOf(op.addr), true);
-      hv.setUint32(8, op.addrLen, true);
-    }
-    hv.setBigUint64(16, ptrOf(iov), true);
-    hv.setBigUint64(24, 1n, true);
-    if (op.control) {
-      hv.setBigUint64(32, ptrOf(op.control), true);
-      hv.setBigUint64(40, BigInt(op.control.length), true);
-    }
-    const r = sendmsgFd(op.fd, hdr, flags);
+    const r = sendmsgParts(op.fd, op.data!, op.addr, op.addrLen, op.control ?? null, flags);
     // sendmmsg: one message sent. Its msg_len cannot be written back without writing the program's memory,
     // so the call reports 1 message and the caller's loop sends the rest.
     return op.kind === "sendmmsg" && r >= 0 ? 1 : r;
