@@ -53,6 +53,8 @@ const SYMBOLS = {
   write: { parameters: ["i32", "buffer", "usize"], result: "isize" },
   /** int poll(struct pollfd *fds, nfds_t nfds, int timeout);  on a pool thread: errno is not read after it */
   poll_wait: { name: "poll", parameters: ["buffer", "u64", "i32"], result: "i32", nonblocking: true },
+  /** int eventfd(unsigned int initval, int flags); */
+  eventfd: { parameters: ["u32", "i32"], result: "i32" },
   /** The same poll, on the calling thread (short waits only). */
   poll_now: { name: "poll", parameters: ["buffer", "u64", "i32"], result: "i32" },
 } as const satisfies Deno.ForeignLibraryInterface;
@@ -254,14 +256,34 @@ export function withoutEcho(state: TermiosState): TermiosState {
   return new TermiosState(copy, TOKEN);
 }
 
-/** poll(2) one fd on a pool thread; returns revents (0 on timeout). */
-async function pollOne(fd: number, events: number, timeoutMs: number): Promise<number> {
+/**
+ * An fd that ends the waits of {@linkcode readMaster} and {@linkcode readWhenReady} at once once
+ * {@linkcode wakeWaits} was called on it (an eventfd, left readable): give it with an AbortSignal, and call
+ * wakeWaits when the signal aborts, so an abort is noticed without waiting for the end of a slice.
+ */
+export function waitWaker(): number {
+  const EFD_NONBLOCK = 0o4000, EFD_CLOEXEC = 0o2000000;
+  return check(libc().eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), "eventfd");
+}
+
+/** Makes every wait given `waker` return (see {@linkcode waitWaker}). */
+export function wakeWaits(waker: number): void {
+  const one = new BigUint64Array([1n]);
+  libc().write(waker, new Uint8Array(one.buffer), 8n);
+}
+
+/** poll(2) one fd (and the waker, if any) on a pool thread; returns fd's revents (0 on timeout or a wake). */
+async function pollOne(fd: number, events: number, timeoutMs: number, waker = -1): Promise<number> {
   // struct pollfd { int fd; short events; short revents; }
-  const pfd = new Uint8Array(8);
+  const pfd = new Uint8Array(waker >= 0 ? 16 : 8);
   const view = new DataView(pfd.buffer);
   view.setInt32(0, fd, true);
   view.setInt16(4, events, true);
-  const n = await libc().poll_wait(pfd, 1n, timeoutMs);
+  if (waker >= 0) {
+    view.setInt32(8, waker, true);
+    view.setInt16(12, POLLIN, true);
+  }
+  const n = await libc().poll_wait(pfd, waker >= 0 ? 2n : 1n, timeoutMs);
   if (n <= 0) return 0; // timeout, or EINTR (errno can't be read here: wait again)
   return view.getInt16(6, true);
 }
@@ -269,11 +291,12 @@ async function pollOne(fd: number, events: number, timeoutMs: number): Promise<n
 /**
  * Reads what is available on a non-blocking fd (the pty master), waiting without blocking the event loop.
  * Returns null when the other side is gone (EIO: every slave fd is closed, or POLLNVAL/POLLHUP with no data),
- * or when `signal` aborts. Waits in slices of `sliceMs` so an abort is noticed.
+ * or when `signal` aborts. Waits in slices of `sliceMs` so an abort is noticed (at once with `waker`:
+ * {@linkcode waitWaker}).
  */
 export async function readMaster(
   fd: number,
-  opts: { max?: number; signal?: AbortSignal; sliceMs?: number } = {},
+  opts: { max?: number; signal?: AbortSignal; sliceMs?: number; waker?: number } = {},
 ): Promise<Uint8Array | null> {
   const c = libc();
   const buf = new Uint8Array(opts.max ?? 65536);
@@ -285,7 +308,7 @@ export async function readMaster(
     const e = errno();
     if (e === EIO) return null;
     if (e !== EAGAIN && e !== EINTR) throw sysError("read", e, "pty master");
-    const rev = await pollOne(fd, POLLIN, opts.sliceMs ?? 250);
+    const rev = await pollOne(fd, POLLIN, opts.sliceMs ?? 250, opts.waker);
     if (rev & POLLNVAL) return null;
     // POLLHUP/POLLERR: loop once more; read then returns EIO (or the last data).
     if ((rev & (POLLHUP | POLLERR)) && !(rev & POLLIN)) {
@@ -342,18 +365,18 @@ export async function writeAll(fd: number, data: Uint8Array, signal?: AbortSigna
 
 /**
  * Reads from a blocking fd (the real terminal's stdin) without blocking the event loop: waits with poll(2) in
- * slices of `sliceMs` (so an abort is noticed), then reads what is there. Null at end of file, on a hang-up,
+ * slices of `sliceMs` (so an abort is noticed; at once with `waker`), then reads what is there. Null at end of file, on a hang-up,
  * or when `signal` aborts. Never sets O_NONBLOCK (the terminal's file description is shared with the shell).
  */
 export async function readWhenReady(
   fd: number,
-  opts: { max?: number; signal?: AbortSignal; sliceMs?: number } = {},
+  opts: { max?: number; signal?: AbortSignal; sliceMs?: number; waker?: number } = {},
 ): Promise<Uint8Array | null> {
   const c = libc();
   const buf = new Uint8Array(opts.max ?? 4096);
   for (;;) {
     if (opts.signal?.aborted) return null;
-    const rev = await pollOne(fd, POLLIN, opts.sliceMs ?? 250);
+    const rev = await pollOne(fd, POLLIN, opts.sliceMs ?? 250, opts.waker);
     if (opts.signal?.aborted) return null;
     if (rev & POLLNVAL) return null;
     if (rev & (POLLIN | POLLHUP | POLLERR)) {

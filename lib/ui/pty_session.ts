@@ -41,6 +41,8 @@ import {
   setWinSize,
   takeUnread,
   type TermiosState,
+  waitWaker,
+  wakeWaits,
   type WinSize,
   withoutEcho,
   writeAll,
@@ -164,6 +166,8 @@ export class PtySession implements BarHost {
   readonly #relayPool: Uint8Array<ArrayBuffer>[] = [];
   /** finish() began: the rest of the output goes through the JavaScript pump. */
   #finishing = false;
+  /** Ends the pumps' waits when #stop aborts (an exit is not held up by a 100 ms poll slice); -1: none. */
+  #waker = -1;
 
   private constructor(
     master: number,
@@ -261,6 +265,11 @@ export class PtySession implements BarHost {
         writeAllSync(new TextEncoder().encode(`\x1b[22;0t\x1b]2;${title}\x1b\\`));
       } catch { /* not ours to fix */ }
     }
+    try {
+      this.#waker = waitWaker();
+      const waker = this.#waker;
+      this.#stop.signal.addEventListener("abort", () => wakeWaits(waker), { once: true });
+    } catch { /* the pumps notice an abort within a poll slice */ }
     this.#hooks.onSignal("SIGWINCH", () => this.#resized());
     for (const sig of Object.keys(SIGNALS) as ExitSignal[]) {
       this.#hooks.onSignal(sig, () => {
@@ -365,7 +374,7 @@ export class PtySession implements BarHost {
         if (await this.#relayRound()) break;
         continue;
       }
-      const chunk = await readMaster(this.#master, { signal, sliceMs: 100 });
+      const chunk = await readMaster(this.#master, { signal, sliceMs: 100, waker: this.#waker });
       if (chunk === null) break;
       if (this.gate.outputNow(chunk, writeAllSync)) {
         // A burst: copy what the master holds, synchronously, for up to 20 ms (the event loop waits; the
@@ -455,7 +464,7 @@ export class PtySession implements BarHost {
   async #pumpInput(): Promise<void> {
     const signal = this.#stop.signal;
     for (;;) {
-      const read = await readWhenReady(0, { signal, sliceMs: 100 });
+      const read = await readWhenReady(0, { signal, sliceMs: 100, waker: this.#waker });
       if (read === null) return;
       const chunk = this.#takeCpr(read);
       if (chunk.length === 0) continue;
@@ -510,6 +519,12 @@ export class PtySession implements BarHost {
     await Promise.allSettled([this.#outputDone, this.#inputDone]);
     await this.gate.flushed();
     this.#relay?.close();
+    if (this.#waker >= 0) {
+      try {
+        closeFd(this.#waker);
+      } catch { /* gone */ }
+      this.#waker = -1;
+    }
     this.#handBackTyped();
     this.restore();
     try {
