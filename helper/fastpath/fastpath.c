@@ -123,6 +123,16 @@ struct hp_fast {
 	} cwd[CWD_CACHE];
 	unsigned cwd_gen;
 	long long cwd_changed_at;
+	/*
+	 * Threads whose credentials were found to be the supervisor's (same_creds()), by thread id. The filter traps
+	 * every call that changes a thread's ids, groups or capabilities, and exec; each makes all of them stale
+	 * (creds_gen), and so does every return to the mediator (which may have seen such calls itself).
+	 */
+	struct {
+		pid_t tid;
+		unsigned gen;
+	} creds[CWD_CACHE];
+	unsigned creds_gen;
 	/* The last directory checked, kept open for the next call in it (readlinkat of one name, not a path walk) */
 	int last_dfd;
 	long long last_at;
@@ -726,8 +736,11 @@ static int cred_lines(const char *status_path, char *out, size_t size, unsigned 
  * `umask`: also reads the caller's umask into it (a call that creates a file applies it: the supervisor runs
  * with umask 0).
  */
-static int same_creds(pid_t tid, unsigned *umask) {
+static int same_creds(struct hp_fast *h, pid_t tid, unsigned *umask) {
 	static int own_ok = -1; /* -1 unknown, 0 privileged (compare), 1 without capabilities */
+	unsigned slot = (unsigned)tid % CWD_CACHE;
+	/* kept: unchanged since (see hp_fast creds); a umask is read every time (no call changing it is trapped) */
+	if (!umask && h->creds[slot].tid == tid && h->creds[slot].gen == h->creds_gen + 1) return 1;
 	static char own[1024];
 	if (own_ok < 0) {
 		if (cred_lines("/proc/thread-self/status", own, sizeof own, NULL) < 0) return 0;
@@ -743,7 +756,10 @@ static int same_creds(pid_t tid, unsigned *umask) {
 	const char *oc = strstr(own, "\nCapEff:"), *tc = strstr(theirs, "\nCapEff:");
 	if (!oc || !tc || oc - own != tc - theirs || strncmp(own, theirs, (size_t)(oc - own)) != 0) return 0;
 	unsigned long long caps = strtoull(tc + 8, NULL, 16);
-	return (caps & META_CAPS) == META_CAPS;
+	if ((caps & META_CAPS) != META_CAPS) return 0;
+	h->creds[slot].tid = tid;
+	h->creds[slot].gen = h->creds_gen + 1; /* +1: a zeroed slot never matches */
+	return 1;
 }
 
 static int meta(struct hp_fast *h, int listener, const struct seccomp_notif *n) {
@@ -792,7 +808,7 @@ static int meta(struct hp_fast *h, int listener, const struct seccomp_notif *n) 
 	default:
 		return 0;
 	}
-	if (!same_creds(tid, NULL)) return 0;
+	if (!same_creds(h, tid, NULL)) return 0;
 	if (kind == META_CHMOD && (mode & 06000)) return 0; /* S_ISUID/S_ISGID: the mediator refuses it */
 	/*
 	 * The program's own fd named as /proc/self/fd/N (glibc's fchmodat(AT_SYMLINK_NOFOLLOW) on kernels before
@@ -961,7 +977,7 @@ static int perform_write(struct hp_fast *h, int listener, const struct seccomp_n
 	char target[PATH_MAX_BYTES + 1];
 	if (kind == P_SYMLINK && read_path(tid, text, target, PATH_MAX_BYTES) < 0) return 0;
 	unsigned umask = 0;
-	if (!same_creds(tid, kind == P_OPEN || kind == P_MKDIR ? &umask : NULL)) return 0;
+	if (!same_creds(h, tid, kind == P_OPEN || kind == P_MKDIR ? &umask : NULL)) return 0;
 	int dfd = -1, dfd2 = -1, r;
 	char name[256], name2[256];
 	h->walk_err = 0;
@@ -1207,6 +1223,11 @@ static int exec_fast(struct hp_fast *h, int listener, const struct seccomp_notif
 	return 1;
 }
 
+static int creds_call(int nr) {
+	return nr == SYS_setuid || nr == SYS_setgid || nr == SYS_setreuid || nr == SYS_setregid || nr == SYS_setresuid ||
+	       nr == SYS_setresgid || nr == SYS_setfsuid || nr == SYS_setfsgid || nr == SYS_setgroups || nr == SYS_capset;
+}
+
 static int classify(struct hp_fast *h, const struct seccomp_notif *n) {
 	if (n->data.arch != NATIVE_ARCH) return 0;
 	const __u64 *a = n->data.args;
@@ -1227,6 +1248,19 @@ static int classify(struct hp_fast *h, const struct seccomp_notif *n) {
 		/* Trapped only to be seen: every kept working directory may be stale now. Always continued. */
 		h->cwd_gen++;
 		h->cwd_changed_at = now_ns();
+		return 1;
+	case SYS_setuid:
+	case SYS_setgid:
+	case SYS_setreuid:
+	case SYS_setregid:
+	case SYS_setresuid:
+	case SYS_setresgid:
+	case SYS_setfsuid:
+	case SYS_setfsgid:
+	case SYS_setgroups:
+	case SYS_capset:
+		/* Trapped only to be seen (lib/filter/filter_plan.ts): every kept credential check is stale now. */
+		h->creds_gen++;
 		return 1;
 #ifdef SYS_open
 	case SYS_open:
@@ -1530,6 +1564,7 @@ int hp_fast_serve(void *p, int listener, int wakefd, void *out, int out_size, in
 	struct hp_fast *h = p;
 	if ((size_t)out_size < sizeof(struct seccomp_notif)) return -EINVAL;
 	struct pollfd fds[2] = {{.fd = listener, .events = POLLIN}, {.fd = wakefd, .events = POLLIN}};
+	h->creds_gen++; /* since the last call, the mediator may have seen credentials change */
 	for (;;) {
 		if (wakefd < 0) {
 			/* Nothing can wake us but a notification: wait in RECV itself (one system call less). */
@@ -1553,6 +1588,8 @@ int hp_fast_serve(void *p, int listener, int wakefd, void *out, int out_size, in
 			}
 			struct seccomp_notif *n = out;
 			h->rec_n = 0;
+			/* an exec may change a thread's capabilities (a root program's are recomputed) */
+			if (n->data.nr == SYS_execve || n->data.nr == SYS_execveat) h->creds_gen++;
 			if (n->data.arch == NATIVE_ARCH && exec_fast(h, listener, n)) continue;
 			h->rec_n = 0;
 			if (n->data.arch == NATIVE_ARCH) {
@@ -1569,7 +1606,10 @@ int hp_fast_serve(void *p, int listener, int wakefd, void *out, int out_size, in
 				ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp); /* ENOENT: the thread is gone; nothing to do */
 				h->continued++;
 				int nr = (int)n->data.nr;
-				rec_answer(h, n, nr == SYS_bind ? "bind" : nr == SYS_chdir || nr == SYS_fchdir ? "cwd" : "continue");
+				rec_answer(h, n, nr == SYS_bind                          ? "bind"
+				                 : nr == SYS_chdir || nr == SYS_fchdir ? "cwd"
+				                 : creds_call(nr)                      ? "creds"
+				                                                       : "continue");
 				continue;
 			}
 			h->rec_n = 0;

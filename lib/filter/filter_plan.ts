@@ -3,7 +3,7 @@
  * and why. Pure; ffi/seccomp.ts compiles it. Everything not listed is allowed by the filter (Landlock still
  * applies to it).
  */
-import { NEW_SYSCALL_NUMBERS, WRITE_CALLS } from "./syscall_table.ts";
+import { CREDENTIAL_CALLS, NEW_SYSCALL_NUMBERS, WRITE_CALLS } from "./syscall_table.ts";
 import { refusedSockets } from "../policy/socket_policy.ts";
 import { sysFilterEntries } from "./filter_sys.ts";
 
@@ -26,6 +26,7 @@ export interface FilterEntry {
 }
 
 const EPERM = 1, EACCES = 13, ENOSYS = 38;
+
 const NOTIFY: FilterAction = { kind: "notify" };
 
 export interface FilterOptions {
@@ -80,6 +81,16 @@ export function filterPlan(opts: FilterOptions): FilterEntry[] {
     action: NOTIFY,
     why: "cwd: the fast path must know when a directory changes",
   });
+  // Not decided, only seen, as chdir: the fast path keeps whether a thread's credentials are the supervisor's
+  // (it performs chmod/chown/utimensat with them) instead of reading /proc for every call, and must know when
+  // a thread changes them (exec is trapped above). Always continued.
+  for (const name of CREDENTIAL_CALLS) {
+    plan.push({
+      syscall: name,
+      action: NOTIFY,
+      why: "creds: the fast path must know when credentials change",
+    });
+  }
 
   // Connects and sends with a destination, in every mode: unix sockets (local IPC) are always decided, network
   // destinations under --mediate connect (lib/policy/socket_policy.ts). sendto without an address (send(2)) goes to

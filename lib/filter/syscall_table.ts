@@ -153,3 +153,17 @@ export const AT_REMOVEDIR = 0x200;
 export const AT_SYMLINK_FOLLOW = 0x400;
 export const AT_EMPTY_PATH = 0x1000;
 export const O_WRITE_MASK = 0o1 | 0o2 | 0o100 | 0o1000; // O_WRONLY|O_RDWR|O_CREAT|O_TRUNC
+
+/** The calls that change a thread's ids, groups or capabilities (user namespaces are refused: lib/filter/filter_plan.ts). */
+export const CREDENTIAL_CALLS = [
+  "setuid",
+  "setgid",
+  "setreuid",
+  "setregid",
+  "setresuid",
+  "setresgid",
+  "setfsuid",
+  "setfsgid",
+  "setgroups",
+  "capset",
+] as const;

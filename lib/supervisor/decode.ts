@@ -15,6 +15,7 @@ import {
   AT_EMPTY_PATH,
   AT_SYMLINK_FOLLOW,
   AT_SYMLINK_NOFOLLOW,
+  CREDENTIAL_CALLS,
   NEW_SYSCALL_NUMBERS,
   WRITE_CALLS,
   type WriteCall,
@@ -123,7 +124,8 @@ export function trappedCalls(): Map<number, Trapped> {
     const nr = NEW_SYSCALL_NUMBERS[c.name] ?? resolveSyscall(c.name);
     if (nr >= 0) byNr.set(nr, c);
   }
-  for (const name of ["chdir", "fchdir"] as const) {
+  // Seen, never decided (continued): a working directory or credentials change (lib/filter/filter_plan.ts).
+  for (const name of ["chdir", "fchdir", ...CREDENTIAL_CALLS]) {
     const nr = resolveSyscall(name);
     if (nr >= 0) byNr.set(nr, "cwd");
   }

@@ -13,8 +13,8 @@
  * answers: continue, perform (a write outside the floor, or chmod/chown/utimensat, done by the fast path), exec
  * (a program run), errno:N (an exec of what is not there or cannot run; a connect to a unix socket path that is
  * not there: "unix PATH"; a write whose directory is not there), net (a connect or send performed: "ip4|ip6 ADDR
- * PORT", "none": to the connected peer, "other": netlink), bind (a non-unix bind
- * continued), cwd (chdir/fchdir continued).
+ * PORT", "none": to the connected peer, "other": netlink), bind (a non-unix bind continued), cwd (chdir/fchdir
+ * continued), creds (setuid, capset... continued).
  *
  * @module
  */
@@ -23,7 +23,7 @@ import { groupTableOf } from "../policy/exec_groups.ts";
 import { lookupInPath } from "../policy/path_lookup.ts";
 import type { PathScope, Rule } from "../types.ts";
 import type { ProtectedPath } from "../policy/protected_paths.ts";
-import { WRITE_CALLS } from "../filter/syscall_table.ts";
+import { CREDENTIAL_CALLS, WRITE_CALLS } from "../filter/syscall_table.ts";
 import { taintedFloor } from "./fast_roots.ts";
 import { execVerdict, inFloor, writeAnswer, type WriteContext, writeVerdict } from "./decide.ts";
 import type { ConnectTarget } from "../policy/connect_dest.ts";
@@ -100,6 +100,11 @@ export function mediatorAnswer(
   switch (answer) {
     case "cwd":
       return syscall === "chdir" || syscall === "fchdir" ? "cwd" : `${syscall} is not a chdir`;
+    case "creds":
+      // continued, only seen: the fast path forgets which threads' credentials it checked
+      return (CREDENTIAL_CALLS as readonly string[]).includes(syscall)
+        ? "creds"
+        : `${syscall} changes no credentials`;
     case "bind":
       return syscall === "bind" ? "bind" : `${syscall} is not a bind`;
     case "net": {

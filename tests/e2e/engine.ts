@@ -9,13 +9,13 @@
 import { hallpass, type HallpassOptions, type Result } from "./harness.ts";
 import { replay, type ReplayResult } from "../../lib/supervisor/fast_replay.ts";
 import { resolveSyscall } from "../../ffi/seccomp.ts";
-import { NEW_SYSCALL_NUMBERS, WRITE_CALLS } from "../../lib/filter/syscall_table.ts";
+import { CREDENTIAL_CALLS, NEW_SYSCALL_NUMBERS, WRITE_CALLS } from "../../lib/filter/syscall_table.ts";
 
 /** The native architecture's syscall names by number, for the calls the fast path answers. */
 export function syscallNames(): Map<number, string> {
   const m = new Map<number, string>();
   const names = [...WRITE_CALLS.map((c) => c.name), "execve", "execveat", "bind", "chdir", "fchdir"];
-  for (const n of [...names, "connect", "sendto", "sendmsg", "sendmmsg"]) {
+  for (const n of [...names, "connect", "sendto", "sendmsg", "sendmmsg", ...CREDENTIAL_CALLS]) {
     const nr = NEW_SYSCALL_NUMBERS[n] ?? resolveSyscall(n);
     if (nr >= 0 && !m.has(nr)) m.set(nr, n);
   }

@@ -1,5 +1,6 @@
 /*
- * nocaps_write DIR: drops every capability of this process (capset: effective, permitted and inheritable
+ * nocaps_write DIR: changes nothing with its capabilities (chmod to the same mode, times omitted), then drops every
+ * capability of this process (capset: effective, permitted and inheritable
  * empty — no CAP_SETPCAP needed, and no exec after, which would give root its capabilities back), then tries
  * what the files in DIR refuse to a root without capabilities, printing "NAME=0" on success, "NAME=1" on
  * failure: write DIR/victim, chmod and chown DIR/owned, create DIR/priv/new, set DIR/owned's times.
@@ -17,6 +18,15 @@
 
 int main(int argc, char **argv) {
   if (argc != 2) return 2;
+  /*
+   * First, with every capability: metadata calls that succeed and change nothing. The supervisor may keep that
+   * this thread's credentials were its own; the capset below must make it forget.
+   */
+  char o[4096];
+  snprintf(o, sizeof o, "%s/owned", argv[1]);
+  (void)mkdir("/proc/nocaps-write", 0755); /* fails everywhere; under hallpass its mediator starts */
+  struct timespec omit[2] = {{0, UTIME_OMIT}, {0, UTIME_OMIT}};
+  if (chmod(o, 0644) != 0 || utimensat(AT_FDCWD, o, omit, 0) != 0) { perror("before"); return 2; }
   struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
   struct __user_cap_data_struct d[2];
   memset(d, 0, sizeof d);
