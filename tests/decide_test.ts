@@ -416,7 +416,16 @@ Deno.test("decide(write): every call kind and every answer", () => {
   }
   // Not UTF-8: only where Landlock decides anyway (no floor tree holds a deny rule), by a call it covers.
   assert.equal(show(decide(wreq("openat", ["?"]), dctx({ tainted: [] }))), "continue");
-  assert.equal(show(decide(wreq("renameat2", ["/q/a", "?"]), dctx({ tainted: [] }))), "continue");
+  assert.equal(show(decide(wreq("linkat", ["/q/a", "?"]), dctx({ tainted: [] }))), "continue");
+  // ...but no directory made or renamed to such a name (the exit check could not look inside it)
+  assert.equal(
+    show(decide(wreq("renameat2", ["/q/a", "?"]), dctx({ tainted: [] }))),
+    "deny: (a file name that is not UTF-8)",
+  );
+  assert.equal(
+    show(decide(wreq("mkdirat", ["?"]), dctx({ tainted: [] }))),
+    "deny: (a file name that is not UTF-8)",
+  );
   assert.equal(show(decide(wreq("openat", ["?"]), c)), "deny: (a file name that is not UTF-8)"); // /p is tainted
   assert.equal(show(decide(wreq("fchmodat", ["?"]), c)), "deny: (a file name that is not UTF-8)");
   // --allow-privileged-files: an ordinary write; in a container, /dev/pts is the container's own.

@@ -512,6 +512,9 @@ static int in_floor_at(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, i
 		}
 		if (b <= 0 || b >= PATH_MAX_BYTES || full[0] != '/') return 0;
 		if (b > 10 && memcmp(full + b - 10, " (deleted)", 10) == 0) return 0;
+		for (ssize_t i = 0; i < b; i++) {
+			if (full[i] < 0x20 || full[i] > 0x7e) return 0; /* a directory not named in plain ASCII: the mediator */
+		}
 		len = (size_t)b;
 	}
 	/* Append the path's components, dropping "." and empty ones; ".." goes to the mediator. */

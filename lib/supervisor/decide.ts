@@ -232,8 +232,10 @@ export function decideWrite(req: WriteRequest, ctx: DecideContext): Decision {
   const c = req.call, ends = req.ends;
   if (ends.some((e) => e.unreadable)) {
     // Names that are not UTF-8 cannot be shown or matched faithfully: they go through only where Landlock
-    // decides anyway (the floor) - the kernel checks the real bytes - and are denied elsewhere.
-    if (c.landlock && ctx.tainted.length === 0) return CONTINUE;
+    // decides anyway (the floor) - the kernel checks the real bytes - and are denied elsewhere. No directory is
+    // made or renamed to such a name: hallpass's exit check could not look inside it for a repository whose
+    // hooks git would run outside (lib/sandbox/nested_repos.ts).
+    if (c.landlock && ctx.tainted.length === 0 && c.kind !== "mkdir" && c.kind !== "rename") return CONTINUE;
     return { answer: "deny", shown: "(a file name that is not UTF-8)" };
   }
   // Nothing that leaves privilege behind (setuid/setgid, devices, capabilities), wherever it is.
