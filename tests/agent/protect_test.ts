@@ -4,22 +4,26 @@
  * through a symlink, `..`, its cwd, or a symlink swapped while it reads — and reads everything else; judged
  * from outside by what the container printed. Controls: the same reads on the plain profile and without
  * hallpass read the file. A pod whose rules protect paths but whose profile does not trap reads fails closed,
- * with a line saying what to change.
+ * with a line saying what to change. A thread rewriting the path in memory while the agent decides never reads
+ * the key (tests/helpers/path_flip.c; control: it does on the plain profile).
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import {
   AgentProcess,
   agentTest,
   containerId,
+  CONTAINERS,
   makeBundle,
   needRoot,
   needTools,
   runContainer,
   scratch,
 } from "./harness.ts";
+import { test, tool } from "../helpers/skip.ts";
 
 const SECRET = "TOPSECRET-4711";
-const BASE = "allow write /tmp/**\nallow write /dev/null\nallow exec /bin/busybox\n";
+const BASE =
+  "allow write /tmp/**\nallow write /dev/null\nallow exec /bin/busybox\nallow exec /bin/path_flip\n";
 // Only the pod `team/guarded` protects: other pods' files do not.
 const GUARDED = "protect /secret\nallow read /secret/public\nprotect /etc/shadow\n";
 
@@ -55,6 +59,7 @@ const ATTACKS = [
   'ln -s /secret/key /tmp/l; cat /tmp/l; echo "symlink=$?"',
   'ln -s /secret /tmp/d; cat /tmp/d/key; echo "dirlink=$?"',
   'cat /tmp/../secret/./key; echo "dotdot=$?"',
+  'cat /proc/self/root/secret/key; echo "procroot=$?"',
   '(cd /secret && cat key); echo "cwd=$?"',
   'ls /secret >/dev/null; echo "list=$?"',
   'cat /etc/shadow; echo "shadow=$?"',
@@ -89,7 +94,17 @@ for (const runtime of ["runc", "crun"] as const) {
         assertEquals(r.code, 0, r.stderr);
         const out = r.stdout;
         assert(!out.includes(SECRET), `the secret was read:\n${out}`);
-        for (const bad of ["direct=0", "symlink=0", "dirlink=0", "dotdot=0", "cwd=0", "list=0", "shadow=0"]) {
+        const bads = [
+          "direct=0",
+          "symlink=0",
+          "dirlink=0",
+          "dotdot=0",
+          "procroot=0",
+          "cwd=0",
+          "list=0",
+          "shadow=0",
+        ];
+        for (const bad of bads) {
           assert(!out.includes(bad), `${bad} in\n${out}`);
         }
         assert(out.includes("swap=done"), out);
@@ -164,5 +179,47 @@ agentTest("a container process that is not root reads with its own ids on the pr
     assertEquals(r.code, 0, r.stderr);
     assert(!r.stdout.includes(SECRET) && !r.stdout.includes("private=0"), r.stdout);
     assert(r.stdout.includes("passwd=0"), r.stdout);
+  });
+});
+
+/** Builds tests/helpers/path_flip.c (static: the busybox rootfs has no libc) into the container's /bin. */
+async function buildFlip(rootfs: string): Promise<void> {
+  const src = new URL("../helpers/path_flip.c", import.meta.url).pathname;
+  const cc = await new Deno.Command("musl-gcc", {
+    args: ["-static", "-O2", "-pthread", "-o", `${rootfs}/bin/path_flip`, src],
+  }).output();
+  if (!cc.success) throw new Error(new TextDecoder().decode(cc.stderr));
+}
+
+test({
+  name: "runc: a path rewritten in memory by another thread while the agent decides never reads the key",
+  ignore: [...CONTAINERS, tool("musl-gcc")],
+}, async () => {
+  await withAgent(async (dir, socket) => {
+    const runs: Record<string, string> = {};
+    // Same length names (no torn strings): /tmp/benign (harmless) and /secret/key.
+    // The plain run's opens are fast: more of them, so that the flipping thread is scheduled in between.
+    const runsOf = [
+      ["protect", { reads: true, pod: "guarded" }, 2000],
+      ["plain", { pod: "plain" }, 100000],
+    ] as const;
+    for (const [name, o, opens] of runsOf) {
+      const rootfs = await makeBundle(`${dir}/${name}`, {
+        socket,
+        namespace: "team",
+        script: `/bin/path_flip /tmp/benign /secret/key TOPSECRET ${opens}`,
+        ...o,
+      });
+      await plantSecret(rootfs);
+      await buildFlip(rootfs);
+      const r = await runContainer("runc", `${dir}/${name}`, containerId(name));
+      assertEquals(r.code, 0, r.stderr);
+      runs[name] = r.stdout;
+    }
+    const count = (s: string, k: string) => Number(new RegExp(`${k}=(\\d+)`).exec(s)?.[1] ?? NaN);
+    // Control: without protection the race reads the key (the flip works on this machine).
+    assert(count(runs.plain, "leaked") > 0, `control: ${runs.plain}`);
+    assertEquals(count(runs.protect, "leaked"), 0, runs.protect);
+    assert(count(runs.protect, "opened") > 0, `the harmless name was never opened: ${runs.protect}`);
   });
 });
