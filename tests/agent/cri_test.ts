@@ -186,6 +186,7 @@ test({
       await Deno.writeTextFile(`${dir}/rules/default.rules`, RULES);
       await Deno.writeTextFile(`${dir}/rules/team.builder.rules`, BUILDER_RULES);
       await Deno.writeTextFile(`${dir}/rules/team.restricted.rules`, "allow write /etc/**\n");
+      await Deno.writeTextFile(`${dir}/rules/team.guarded.rules`, "protect /etc/group\n");
       await Deno.writeTextFile(
         `${dir}/rules/team.volume.rules`,
         "allow write /data/**\nallow write /ro/**\n",
@@ -438,6 +439,34 @@ test({
             JSON.stringify(log),
           );
           assert(!exists(`${dir}/ro-volume/r`), "an allowed write went through a read-only volume");
+        },
+      );
+
+      await step(
+        "a pod on the protect profile cannot read what its rules protect; reads elsewhere work",
+        async () => {
+          const protectPath = `${dir}/hallpass-protect.json`;
+          await Deno.writeTextFile(
+            protectPath,
+            JSON.stringify(seccompProfile({ listenerPath: socket, reads: true }), null, 2),
+          );
+          const guardedEnv: Env = {
+            ...env,
+            profile: { profile_type: "Localhost", localhost_ref: protectPath },
+          };
+          const reads = 'cat /etc/group; echo "group=$?"; cat /etc/passwd; echo "passwd=$?"; echo done; ' +
+            "exec sleep 100000";
+          const guarded = await runPod(guardedEnv, "team", "guarded", [{ name: "app", script: reads }]);
+          const log = await waitLog(guarded.containers[0], "done");
+          assert(/group=[1-9]/.test(log.stdout) && !log.stdout.includes("nogroup"), log.stdout);
+          assert(log.stdout.includes("passwd=0") && log.stdout.includes("root:"), log.stdout);
+          // The exec'd process too (CRI ExecSync); a pod without protections on the same node is unaffected.
+          const ex = await cri!.execSync(guarded.containers[0].id, ["cat", "/etc/group"]);
+          assert(ex.exit_code !== 0 && !ex.stdout.includes("nogroup"), JSON.stringify(ex));
+          const plain = await runPod(env, "team", "unguarded", [{ name: "app", script: reads }]);
+          const lp = await waitLog(plain.containers[0], "done");
+          assert(lp.stdout.includes("group=0") && lp.stdout.includes("nogroup"), lp.stdout);
+          await agent!.waitOutput(/team\/guarded app: denied read \/etc\/group by cat/);
         },
       );
 
