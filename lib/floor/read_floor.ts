@@ -107,6 +107,16 @@ export function readStartLines(
       } cannot be read back in this session (a protected location is below it)`,
     );
   }
+  // A protection dropped below /tmp is said here only when it lies outside $HOME (a link such as
+  // ~/.ssh -> /tmp/keys, or GNUPGHOME=/tmp/g): a $HOME that is itself in /tmp stays quiet (a test's, a container's).
+  const away = floor.dropped.filter((p) => !(p === home || p.startsWith(home + "/")));
+  if (away.length) {
+    out.push(
+      `hallpass: NOT protected this session, as they lie below a directory everyone creates files in: ${
+        away.map((p) => visible(p)).join(", ")
+      } (\`hallpass rules\` lists the protections)`,
+    );
+  }
   if (floor.hardLinked.length) {
     out.push(
       `hallpass: unreadable in this session, as they have other names (hard links) that may be protected files: ${

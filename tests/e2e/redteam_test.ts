@@ -282,6 +282,39 @@ test({
 });
 
 /**
+ * ~/.ssh as a link into /tmp: a protection below a directory everyone creates files in is not kept (carving
+ * /tmp would make every new temporary file unreadable), and the key was read without a word at start (only
+ * `hallpass rules` said it). The limit stays; the start now names it. Judged on the key read (the limit, as
+ * control) and hallpass's stderr.
+ */
+test({
+  name: "a protection a link moves below /tmp is named at start, not dropped silently",
+  async fn() {
+    const base = await Deno.makeTempDir({ dir: Deno.env.get("HOME") ?? "/tmp", prefix: "hallpass-redteam-" });
+    const keys = await Deno.makeTempDir({ dir: "/tmp", prefix: "hallpass-redteam-keys-" });
+    try {
+      const home = `${base}/home`, project = `${base}/project`;
+      await Deno.mkdir(home);
+      await Deno.mkdir(project);
+      await Deno.writeTextFile(`${keys}/id_ed25519`, "SECRET-KEY\n");
+      await Deno.symlink(keys, `${home}/.ssh`);
+      const r = await hallpass(["--no-ask", "--", "cat", `${home}/.ssh/id_ed25519`], {
+        cwd: project,
+        env: { HOME: home, PATH: Deno.env.get("PATH")! },
+      });
+      assert(
+        r.stdout.includes("SECRET-KEY"),
+        `control: the key below /tmp is protected after all: ${r.stderr}`,
+      );
+      assert(r.stderr.includes(`NOT protected this session`) && r.stderr.includes(keys), r.stderr);
+    } finally {
+      await Deno.remove(base, { recursive: true });
+      await Deno.remove(keys, { recursive: true });
+    }
+  },
+});
+
+/**
  * The record of what the sandbox did, rewritten by it: with `--log` in the project, the sandbox truncated the
  * log and appended a forged line. Judged from the log's contents outside afterwards.
  */
