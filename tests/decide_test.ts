@@ -33,7 +33,7 @@ import {
 import type { Notification } from "../ffi/notify.ts";
 import type { ConnectTarget } from "../lib/policy/connect_dest.ts";
 import type { NetKind } from "../lib/supervisor/connect.ts";
-import { mediatorAnswer, replay } from "../lib/supervisor/fast_replay.ts";
+import { mediatorAnswer, replay, REPLAY_LOOK } from "../lib/supervisor/fast_replay.ts";
 import type { ProtectedPath } from "../lib/policy/protected_paths.ts";
 
 const BIN: Record<string, string> = { git: "/usr/bin/git" };
@@ -132,31 +132,32 @@ Deno.test("writeAnswer: continue only for Landlock's calls, every end in the flo
   }
 });
 
-Deno.test("mediatorAnswer: the fast path's answers, one by one", () => {
-  const c = ctx();
+Deno.test("mediatorAnswer: the fast path's answers, one by one, through decide()", () => {
+  const c = { ...ctx(), allowPrivileged: false, container: false, look: REPLAY_LOOK };
   const table: [string, string, string[], string][] = [
     ["openat", "continue", ["/q/f"], "continue"],
     ["openat", "continue", ["/p/f"], "perform"], // tainted floor
     ["openat", "continue", ["/dev/null"], "continue"],
     ["mkdirat", "continue", ["/q"], "perform"],
     ["renameat2", "continue", ["/q/a", "/q/b"], "continue"],
-    ["renameat2", "continue", ["/q/a", "/out/x"], "ask"],
+    ["renameat2", "continue", ["/q/a", "/out/x"], "ask (/out/x)"],
     ["renameat2", "continue", ["/q/a"], "1 paths for 2 ends"],
     ["fchmodat", "perform", ["/q/a"], "perform"],
     ["fchown", "perform", ["/q/a"], "perform"],
-    ["utimensat", "perform", ["/p/secret/x"], "deny"],
+    ["utimensat", "perform", ["/p/secret/x"], "deny (/p/secret/x)"],
     ["execve", "exec", ["/usr/bin/git"], "exec"],
-    ["execve", "exec", ["/usr/bin/rm"], "deny (exec /usr/bin/rm)"],
-    ["execve", "exec", ["/usr/bin/env", "/opt/python"], "ask (exec /opt/python)"], // a script's interpreter
+    ["execve", "exec", ["/usr/bin/rm"], "deny (/usr/bin/rm)"],
+    ["execve", "exec", ["/usr/bin/env", "/opt/python"], "ask (/opt/python)"], // a script's interpreter
     [
       "execve",
       "exec",
       ["/usr/bin/ld-linux-x86-64.so.2"],
-      "deny (exec /usr/bin/ld-linux-x86-64.so.2)", // the policy: only a rule naming it
+      // the policy: only a rule naming it
+      "deny (/usr/bin/ld-linux-x86-64.so.2 (the dynamic loader as a program: allowed only by a rule naming it))",
     ],
     ["execve", "errno:2", ["/usr/bin/nothere"], "errno:2"],
     ["execve", "errno:1", ["/usr/bin/x"], "execve answered errno:1"],
-    ["connect", "net", ["ip4 127.0.0.1 80"], "ask (connects are mediated)"],
+    ["connect", "net", ["ip4 127.0.0.1 80"], "ask (ip4 127.0.0.1 80)"], // connects are mediated: the rules ask
     ["connect", "errno:2", ["unix /run/nscd/socket"], "errno:2"],
     ["mkdirat", "errno:2", ["/p/missing/x"], "errno:2"],
     ["openat", "errno:20", ["/p/file/x"], "errno:20"],
@@ -179,6 +180,16 @@ Deno.test("mediatorAnswer: the fast path's answers, one by one", () => {
   assert.equal(mediatorAnswer(direct, "connect", "net", ["unix /run/x"]), "the rules decide unix /run/x");
   assert.equal(mediatorAnswer(direct, "connect", "net", []), "the rules decide (no destination)");
   assert.equal(mediatorAnswer(direct, "execve", "exec", ["/usr/bin/rm"]), "exec"); // execs not mediated
+  assert.equal(mediatorAnswer(direct, "execve", "errno:2", ["/usr/bin/nothere"]), "errno:2"); // the kernel's
+  // decide()'s own rules, beyond the verdicts of the ends: a read-protected file carried to another name, a path
+  // of another process
+  const rp = { ...c, readProtected: { protect: ["/q/secret"], readable: [] } };
+  assert.equal(
+    mediatorAnswer(rp, "renameat2", "continue", ["/q/secret", "/q/x"]),
+    "deny (a read-protected file: /q/secret → /q/x)",
+  );
+  assert.equal(mediatorAnswer(rp, "renameat2", "continue", ["/q/a", "/q/x"]), "continue");
+  assert.equal(mediatorAnswer(c, "openat", "continue", ["/proc/1/root/q/a"]), "deny (/proc/1/root/q/a)");
 });
 
 /** A "C" line's JSON: the rules and floor of the tables above. */

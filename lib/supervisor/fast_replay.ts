@@ -1,9 +1,11 @@
 /**
  * The fast path checked against the one decision. With HALLPASS_FASTPATH_RECORD=FILE, the C fast path
  * (helper/fastpath/fastpath.c) appends every answer it gives to FILE, and the supervisor appends, whenever it
- * hands the fast path new roots, the context its decisions are made in. `replay()` (pure) runs every recorded
- * answer through the TypeScript decision (lib/supervisor/decide.ts, lib/policy/policy.ts) and lists each answer the
- * mediator would not have given. tests/e2e/fast_replay_test.ts drives real workloads and fails on any.
+ * hands the fast path new roots, the context its decisions are made in. `replay()` (pure) rebuilds from every
+ * recorded answer the typed Request (lib/supervisor/decode.ts) the mediator would have decoded, runs it through
+ * `decide()` itself (lib/supervisor/decide.ts; `decideConnect()` for connects and sends) and lists each answer
+ * the mediator would not have given. tests/e2e/fast_replay_test.ts drives real workloads and fails on any.
+ * What is not a Request (see replayRequest) is checked against what the mediator answers without deciding.
  *
  * Lines (tab-separated, one write each, several hallpass processes may share the file):
  *   C <hallpass pid> <JSON of RecordedContext>
@@ -25,9 +27,11 @@ import type { PathScope, Rule } from "../types.ts";
 import type { ProtectedPath } from "../policy/protected_paths.ts";
 import { CREDENTIAL_CALLS, WRITE_CALLS } from "../filter/syscall_table.ts";
 import { taintedFloor } from "./fast_roots.ts";
-import { execVerdict, inFloor, writeAnswer, type WriteContext, writeVerdict } from "./decide.ts";
+import { decide, decideConnect, type DecideContext, type Decision, inFloor } from "./decide.ts";
 import type { ConnectTarget } from "../policy/connect_dest.ts";
-import { netVerdict } from "../policy/socket_policy.ts";
+import type { Request } from "./decode.ts";
+import type { NetKind } from "./connect.ts";
+import type { Notification } from "../../ffi/notify.ts";
 
 /** What the fast path's decisions are replayed against: the parts of the session config the decision reads. */
 export interface RecordedContext {
@@ -39,6 +43,10 @@ export interface RecordedContext {
   cwd: string;
   pathEnv: string;
   mediate: { exec: boolean; connect: boolean };
+  /** --allow-privileged-files. */
+  allowPrivilegedFiles?: boolean;
+  /** Read-protected paths (lib/policy/secrets.ts): a rename or link may not carry one. */
+  readProtected?: { protect: string[]; readable: string[] };
 }
 
 /** Appends the context to $HALLPASS_FASTPATH_RECORD, when set (a test's switch; nothing otherwise). */
@@ -55,6 +63,8 @@ export function recordContext(c: RecordedContext): void {
     cwd: c.cwd,
     pathEnv: c.pathEnv,
     mediate: c.mediate,
+    allowPrivilegedFiles: c.allowPrivilegedFiles,
+    readProtected: c.readProtected,
   };
   try {
     const f = Deno.openSync(file, { append: true, create: true, mode: 0o600 });
@@ -66,11 +76,21 @@ export function recordContext(c: RecordedContext): void {
   } catch { /* a test's record: never stops a session */ }
 }
 
-interface Decider extends WriteContext {
-  mediate: { exec: boolean; connect: boolean };
-}
+/**
+ * What decide() learns from the file system, in a replay: nothing (the record holds what the fast path saw).
+ * No path under /proc is another process's to the fast path: it answers none (helper/fastpath/fastpath.c), so
+ * any recorded answer there disagrees. Whether a name exists matters only to what a question would have been
+ * instead (a no-op fails as the kernel would), never to continue or perform (mediatorAnswer says what is
+ * there). A script's interpreter: the one
+ * the fast path recorded with the exec (mediatorAnswer), one level deep.
+ */
+export const REPLAY_LOOK: DecideContext["look"] = {
+  exists: () => false,
+  otherProcess: (p) => p.startsWith("/proc/"),
+  interpreterOf: () => null,
+};
 
-function decider(c: RecordedContext): Decider {
+function decider(c: RecordedContext): DecideContext {
   const policy: Policy = new Policy(c.rules, {
     home: c.home,
     cwd: c.cwd,
@@ -83,19 +103,93 @@ function decider(c: RecordedContext): Decider {
     floor: c.floor,
     tainted: taintedFloor(c.floor, policy.pathEntries("write")),
     protected: c.protected ?? [],
+    allowPrivileged: c.allowPrivilegedFiles === true,
+    container: false, // the fast path never runs in a container (context.ts fastRoots)
+    readProtected: c.readProtected,
     mediate: c.mediate,
+    look: REPLAY_LOOK,
   };
+}
+
+/** A notification as decide() reads it: the call's number, no arguments (the record holds none), no thread. */
+function notification(nr: number): Notification {
+  return { id: 0n, tid: 0, nr, arch: 0, args: [0n, 0n, 0n, 0n, 0n, 0n] };
+}
+
+/**
+ * The open flags a replayed open is decided with. The record holds no flags: these are an open that writes
+ * and may create, the kind the fast path answers (it hands O_TMPFILE and setuid/setgid modes to the mediator).
+ * So the rules on reading a read-protected file (O_RDWR) and on privileged modes are not checked by the
+ * replay (docs/development.md).
+ */
+const REPLAY_OPEN_FLAGS = 0o1 /* O_WRONLY */ | 0o100; /* O_CREAT */
+
+/**
+ * The typed Request (lib/supervisor/decode.ts) a recorded answer stands for, or null when the mediator decides
+ * it without one: a chdir or credentials change (continued, only seen), a bind that is not a unix socket path
+ * (continued), an exec while execs are not mediated (continued), a connect or send (decideConnect, below), and
+ * the kernel's own errors found while decoding (a write whose directory is not there, a unix socket path that
+ * is not there).
+ */
+export function replayRequest(
+  syscall: string,
+  nr: number,
+  answer: string,
+  paths: readonly string[],
+): Request | string {
+  const n = notification(nr);
+  if (syscall === "execve") {
+    if (paths.length < 1) return "no program";
+    const e = answer.startsWith("errno:") ? Number(answer.slice(6)) : 0;
+    // What the kernel refuses to run (decode.ts runErrno: found on the file system, only the errno recorded).
+    if (e && ![2, 13, 20].includes(e)) return `${syscall} answered ${answer}`;
+    return { op: "exec", n, at: false, end: { path: paths[0], anon: false }, runErrno: e };
+  }
+  const call = WRITE_CALLS.find((c) => c.name === syscall);
+  if (!call) return `${syscall} is no write call`;
+  const ends = call.path2 !== undefined ? 2 : 1;
+  if (paths.length !== ends) return `${paths.length} paths for ${ends} ends`;
+  return {
+    op: "write",
+    n,
+    call,
+    ends: paths.map((path) => ({ path, anon: false })),
+    // The fast path answers only path forms it read and resolved itself, or (fchmod, fchown) fds it copied.
+    fdCopy: call.path < 0 ? 0 : -1,
+    flags: call.kind === "open" ? REPLAY_OPEN_FLAGS : 0,
+    atFlags: 0,
+  };
+}
+
+/** A decision as the word the fast path records (continue, perform, exec, errno:N, net), or what it is instead. */
+export function answerOf(d: Decision, op: Request["op"] | "net"): string {
+  switch (d.answer) {
+    case "continue":
+      return op === "exec" ? "exec" : "continue";
+    case "perform":
+      return op === "net" ? "net" : "perform";
+    case "fail":
+      return `errno:${d.errno}`;
+    case "deny":
+      return `deny${d.errno ? ` errno:${d.errno}` : ""} (${d.shown})`;
+    case "ask":
+      return `ask (${d.end})`;
+    case "pty":
+      return `pty, else ${answerOf(d.otherwise, op)}`;
+  }
 }
 
 /**
  * What the mediator answers to the recorded call, as the same word the fast path records, or why it would
- * not have answered at all.
+ * not have answered at all: decide() on the Request the record stands for (decideConnect for a connect or
+ * send), else the mediator's own answer to what it does not decide.
  */
 export function mediatorAnswer(
-  d: Decider,
+  d: DecideContext,
   syscall: string,
   answer: string,
   paths: readonly string[],
+  nr = -1,
 ): string {
   switch (answer) {
     case "cwd":
@@ -106,61 +200,57 @@ export function mediatorAnswer(
         ? "creds"
         : `${syscall} changes no credentials`;
     case "bind":
+      // Not a unix socket path (decode.ts decodeBind "other"): continued before any decision.
       return syscall === "bind" ? "bind" : `${syscall} is not a bind`;
     case "net": {
       if (!["connect", "sendto", "sendmsg", "sendmmsg"].includes(syscall)) {
         return `${syscall} is not a connect or send`;
       }
       // The destination: "ip4 ADDR PORT", "ip6 ADDR PORT", "other" (netlink, or a family the kernel refuses on
-      // an IP socket) or "none" (a send to the connected peer); performed by the mediator too only when
-      // netVerdict says so without a question.
+      // an IP socket) or "none" (a send to the connected peer); the connect was not the sandbox's own socket.
       const [fam, addr, port] = (paths[0] ?? "").split(" ");
       const target: ConnectTarget | null = fam === "ip4" || fam === "ip6"
         ? { family: fam === "ip4" ? "inet" : "inet6", proto: "tcp", addr, port: Number(port) }
         : fam === "other" || fam === "none"
         ? null
         : { family: "unix", path: paths[0]?.startsWith("unix ") ? paths[0].slice(5) : undefined };
-      const v = netVerdict(target, { mediateConnect: d.mediate.connect, ownSocket: false });
-      if (v === "perform") return "net";
-      if (target?.family !== "unix" && d.mediate.connect) return "ask (connects are mediated)";
-      return `the rules decide ${paths[0] ?? "(no destination)"}`;
-    }
-    case "exec": {
-      if (syscall !== "execve") return `${syscall} is not execve`;
-      if (!d.mediate.exec) return "exec"; // every exec is continued
-      if (paths.length < 1) return "no program";
-      // The fast path recorded the program and, for a script, its interpreter (one level; deeper: the mediator).
-      const v = execVerdict(d.policy, paths[0], false, (p) => (p === paths[0] ? paths[1] ?? null : null));
-      if (v.effect !== "allow") return `${v.effect} (exec ${v.at})`;
-      return "exec";
+      if (target?.family === "unix") return `the rules decide ${paths[0] ?? "(no destination)"}`;
+      const shown = paths[0] ?? "(no destination)";
+      return answerOf(decideConnect(syscall as NetKind, target, false, d, shown), "net");
     }
   }
-  if (answer.startsWith("errno:")) {
-    // Nothing runs: the kernel's own errno for a program that is not there or cannot run.
+  if (answer.startsWith("errno:") && syscall !== "execve") {
+    // The kernel's own error, found while decoding, before any decision: not a Request.
     const e = Number(answer.slice(6));
     if (syscall === "connect" || syscall === "sendto") {
-      // A unix socket path that is not there: the kernel's ENOENT/ENOTDIR, before any decision.
+      // A unix socket path that is not there: the kernel's ENOENT/ENOTDIR (connect.ts prepare).
       return (paths[0] ?? "").startsWith("unix /") && [2, 20].includes(e)
         ? answer
         : `${syscall} answered ${answer}`;
     }
     if (WRITE_CALLS.some((c) => c.name === syscall)) {
-      // A path whose directory is not there (a walk that met no symlink first): the kernel's walk error, answered
-      // before any decision (lib/supervisor/resolve.ts kernelWalkError).
+      // A path whose directory is not there (a walk that met no symlink first): the kernel's walk error
+      // (lib/supervisor/resolve.ts kernelWalkError, a DecodeError).
       return [2, 20].includes(e) && paths.length > 0 ? answer : `${syscall} answered ${answer}`;
     }
-    return syscall === "execve" && [2, 13, 20].includes(e) ? answer : `${syscall} answered ${answer}`;
+    return `${syscall} answered ${answer}`;
   }
-  const call = WRITE_CALLS.find((c) => c.name === syscall);
-  if (!call) return `${syscall} is no write call`;
-  const ends = call.path2 !== undefined ? 2 : 1;
-  if (paths.length !== ends) return `${paths.length} paths for ${ends} ends`;
-  const contents = call.kind === "open" || call.kind === "truncate";
-  const names = call.kind === "rename" || call.kind === "link";
-  const verdicts = paths.map((p) => writeVerdict(d, p, contents, names));
-  // The fast path answers only path forms it read and resolved itself, or fds it copied: either way the
-  // fd forms are never continued, and it records them as performed.
-  return writeAnswer(call, verdicts, answer === "perform" && call.path < 0);
+  const req = replayRequest(syscall, nr, answer, paths);
+  if (typeof req === "string") return req;
+  if (req.op === "exec" && !d.mediate.exec) {
+    // Every exec is continued, before decoding: the kernel then fails what it cannot run, with the same errno.
+    return req.runErrno ? answer : "exec";
+  }
+  // The fast path recorded the program and, for a script, its interpreter (one level; deeper: the mediator).
+  // A write is taken to change something (it was answered as one): what it makes is not there yet, everything
+  // else is, so what would have asked shows as a question, not as the kernel's error for a no-op.
+  const made = req.op === "write" && ["mkdir", "mknod", "symlink", "link"].includes(req.call.kind)
+    ? paths[paths.length - 1]
+    : null;
+  const look = req.op === "exec"
+    ? { ...d.look, interpreterOf: (p: string) => (p === paths[0] ? paths[1] ?? null : null) }
+    : { ...d.look, exists: (p: string) => p !== made };
+  return answerOf(decide(req, { ...d, look }), req.op);
 }
 
 export interface ReplayResult {
@@ -179,7 +269,7 @@ export interface ReplayResult {
 
 /** Replays a record (see the module comment). `nrName`: the native architecture's syscall names by number. */
 export function replay(text: string, nrName: ReadonlyMap<number, string>): ReplayResult {
-  const ctx = new Map<string, Decider>();
+  const ctx = new Map<string, DecideContext>();
   const out: ReplayResult = { answers: 0, byAnswer: {}, disagreements: [], seen: 0, handed: {}, torn: 0 };
   const lines = text.split("\n");
   for (let i = 0; i < lines.length; i++) {
@@ -223,7 +313,7 @@ export function replay(text: string, nrName: ReadonlyMap<number, string>): Repla
       continue;
     }
     const syscall = nrName.get(Number(nr)) ?? `syscall ${nr}`;
-    const want = mediatorAnswer(d, syscall, answer, paths);
+    const want = mediatorAnswer(d, syscall, answer, paths, Number(nr));
     if (want !== answer) {
       out.disagreements.push(`${syscall} ${paths.join(" → ")}: fast path ${answer}, mediator ${want}`);
     }
