@@ -131,6 +131,7 @@ struct hp_fast {
 	struct {
 		pid_t tid;
 		unsigned gen;
+		int umask; /* its umask, or -1: not read */
 	} creds[CWD_CACHE];
 	unsigned creds_gen;
 	/* The last directory checked, kept open for the next call in it (readlinkat of one name, not a path walk) */
@@ -742,8 +743,15 @@ static int cred_lines(const char *status_path, char *out, size_t size, unsigned 
 static int same_creds(struct hp_fast *h, pid_t tid, unsigned *umask) {
 	static int own_ok = -1; /* -1 unknown, 0 privileged (compare), 1 without capabilities */
 	unsigned slot = (unsigned)tid % CWD_CACHE;
-	/* kept: unchanged since (see hp_fast creds); a umask is read every time (no call changing it is trapped) */
-	if (!umask && h->creds[slot].tid == tid && h->creds[slot].gen == h->creds_gen + 1) return 1;
+	/* kept: unchanged since (see hp_fast creds; umask() is trapped too) */
+	if (h->creds[slot].tid == tid && h->creds[slot].gen == h->creds_gen + 1) {
+		if (!umask) return 1;
+		if (h->creds[slot].umask >= 0) {
+			*umask = (unsigned)h->creds[slot].umask;
+			return 1;
+		}
+	}
+	h->creds[slot].tid = 0; /* whatever the reading finds now replaces what was kept */
 	static char own[1024];
 	if (own_ok < 0) {
 		if (cred_lines("/proc/thread-self/status", own, sizeof own, NULL) < 0) return 0;
@@ -754,7 +762,12 @@ static int same_creds(struct hp_fast *h, pid_t tid, unsigned *umask) {
 	char path[40], theirs[1024];
 	snprintf(path, sizeof path, "/proc/%d/status", tid);
 	if (cred_lines(path, theirs, sizeof theirs, umask) != 0) return 0;
-	if (own_ok == 1) return 1;
+	if (own_ok == 1) {
+		h->creds[slot].tid = tid;
+		h->creds[slot].gen = h->creds_gen + 1; /* +1: a zeroed slot never matches */
+		h->creds[slot].umask = umask ? (int)*umask : -1;
+		return 1;
+	}
 	/* Uid, Gid and Groups come before CapEff: those must be the same text. */
 	const char *oc = strstr(own, "\nCapEff:"), *tc = strstr(theirs, "\nCapEff:");
 	if (!oc || !tc || oc - own != tc - theirs || strncmp(own, theirs, (size_t)(oc - own)) != 0) return 0;
@@ -762,6 +775,7 @@ static int same_creds(struct hp_fast *h, pid_t tid, unsigned *umask) {
 	if ((caps & META_CAPS) != META_CAPS) return 0;
 	h->creds[slot].tid = tid;
 	h->creds[slot].gen = h->creds_gen + 1; /* +1: a zeroed slot never matches */
+	h->creds[slot].umask = umask ? (int)*umask : -1;
 	return 1;
 }
 
@@ -1228,7 +1242,8 @@ static int exec_fast(struct hp_fast *h, int listener, const struct seccomp_notif
 
 static int creds_call(int nr) {
 	return nr == SYS_setuid || nr == SYS_setgid || nr == SYS_setreuid || nr == SYS_setregid || nr == SYS_setresuid ||
-	       nr == SYS_setresgid || nr == SYS_setfsuid || nr == SYS_setfsgid || nr == SYS_setgroups || nr == SYS_capset;
+	       nr == SYS_setresgid || nr == SYS_setfsuid || nr == SYS_setfsgid || nr == SYS_setgroups || nr == SYS_capset ||
+	       nr == SYS_umask;
 }
 
 static int classify(struct hp_fast *h, const struct seccomp_notif *n) {
@@ -1262,6 +1277,7 @@ static int classify(struct hp_fast *h, const struct seccomp_notif *n) {
 	case SYS_setfsgid:
 	case SYS_setgroups:
 	case SYS_capset:
+	case SYS_umask:
 		/* Trapped only to be seen (lib/filter/filter_plan.ts): every kept credential check is stale now. */
 		h->creds_gen++;
 		return 1;

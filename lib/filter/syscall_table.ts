@@ -154,7 +154,10 @@ export const AT_SYMLINK_FOLLOW = 0x400;
 export const AT_EMPTY_PATH = 0x1000;
 export const O_WRITE_MASK = 0o1 | 0o2 | 0o100 | 0o1000; // O_WRONLY|O_RDWR|O_CREAT|O_TRUNC
 
-/** The calls that change a thread's ids, groups or capabilities (user namespaces are refused: lib/filter/filter_plan.ts). */
+/**
+ * The calls that change a thread's ids, groups or capabilities (user namespaces are refused:
+ * lib/filter/filter_plan.ts), and its umask.
+ */
 export const CREDENTIAL_CALLS = [
   "setuid",
   "setgid",
@@ -166,4 +169,6 @@ export const CREDENTIAL_CALLS = [
   "setfsgid",
   "setgroups",
   "capset",
+  // not a credential, but kept with them: the umask a performed create applies
+  "umask",
 ] as const;

@@ -272,3 +272,37 @@ Deno.test("a read-carved project top: the notice for a new name, the protected f
   assert(/rdwr=[1-9]/.test(outs[0]), outs[0]);
   assert(outs[0].includes("P/nm is new in P"), outs[0]);
 });
+
+/**
+ * The fast path keeps a thread's umask with its credentials (lib/filter/filter_plan.ts traps umask() for that):
+ * a shell changing its umask between creates in one process gets each file with the umask of its moment.
+ */
+Deno.test("umask changed between creates in one shell: each file's mode as bare", async () => {
+  const script =
+    `umask 077; mkdir nm; echo a > nm/f; umask 022; echo b > nm/g; (umask 002; echo c > nm/h); ` +
+    `echo d > nm/i; mkdir nm/d; umask 0; echo e > nm/j; stat -c '%n %a' nm nm/f nm/g nm/h nm/i nm/d nm/j`;
+  const outs: string[] = [];
+  for (const way of ["bare", "fast", "mediator"]) {
+    const s = await scratch();
+    try {
+      let r;
+      if (way === "bare") r = await bare(["/bin/sh", "-c", script], { cwd: s.project, env: ENV });
+      else {
+        const e = await engine(way === "fast", "umask");
+        r = await hallpass(["--no-ask", "-q", "--", "/bin/sh", "-c", script], {
+          cwd: s.project,
+          env: { ...ENV, ...e.env },
+        });
+        const rep = await e.check();
+        if (way === "fast") assert((rep.byAnswer.perform ?? 0) >= 5, JSON.stringify(rep.byAnswer));
+      }
+      assertEquals(r.code, 0, `${way}: ${r.stderr}`);
+      outs.push(r.stdout);
+    } finally {
+      await s.cleanup();
+    }
+  }
+  assertEquals(outs[0], "nm 700\nnm/f 600\nnm/g 644\nnm/h 664\nnm/i 644\nnm/d 755\nnm/j 666\n");
+  assertEquals(outs[1], outs[0], "fast path");
+  assertEquals(outs[2], outs[0], "mediator");
+});
