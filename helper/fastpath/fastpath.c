@@ -156,6 +156,10 @@ struct hp_fast {
 	 */
 	int rec_fd;
 	int rec_n;
+	uint64_t cur_id; /* the notification being answered */
+	uint64_t rd_id, rd_addr; /* the last path read (in_floor_at), for that notification and argument */
+	int rd_len;
+	char rd_buf[PATH_MAX_BYTES + 1];
 	int walk_err; /* in_floor_at(): the directory of a path in the floor or perform region is not there */
 	char rec_path[2][PATH_MAX_BYTES + 1];
 };
@@ -481,8 +485,20 @@ enum { IN_FLOOR = 1, IN_PERFORM = 2, IN_EXISTING = 4, IN_NAMES = 8 };
  */
 static int in_floor_at(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, int follow, int contents,
                       int *dfd_out, char *name_out, int region) {
+	/*
+	 * Read once per notification and argument: a later look at the same call (perform_write after classify)
+	 * decides on what the first one read, not on what a racing thread has written since.
+	 */
 	char raw[PATH_MAX_BYTES + 1];
-	int n = read_path(tid, addr, raw, PATH_MAX_BYTES);
+	int n;
+	if (h->rd_id == h->cur_id && h->rd_addr == addr && h->rd_len > 0) {
+		n = h->rd_len;
+		memcpy(raw, h->rd_buf, (size_t)n + 1);
+	} else {
+		n = read_path(tid, addr, raw, PATH_MAX_BYTES);
+		h->rd_id = h->cur_id, h->rd_addr = addr, h->rd_len = n;
+		if (n > 0) memcpy(h->rd_buf, raw, (size_t)n + 1);
+	}
 	if (n <= 0) return 0;
 	for (int i = 0; i < n; i++) {
 		if (raw[i] < 0x20 || raw[i] > 0x7e) return 0; /* not plain ASCII: the mediator decides */
@@ -1607,6 +1623,7 @@ int hp_fast_serve(void *p, int listener, int wakefd, void *out, int out_size, in
 			}
 			struct seccomp_notif *n = out;
 			h->rec_n = 0;
+			h->cur_id = n->id;
 			/* an exec may change a thread's capabilities (a root program's are recomputed) */
 			if (n->data.nr == SYS_execve || n->data.nr == SYS_execveat) h->creds_gen++;
 			if (n->data.arch == NATIVE_ARCH && exec_fast(h, listener, n)) continue;
