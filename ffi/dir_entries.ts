@@ -55,3 +55,69 @@ export function dirEntries(path: string): { name: string; kind: EntryKind; unkno
   }
   return out;
 }
+
+/** What a walk for git directories needs of one directory (lib/sandbox/nested_repos.ts), names compared as bytes. */
+export interface DirScan {
+  /** Every entry but `.` and `..`. */
+  count: number;
+  /** Names of the subdirectories (d_type DT_DIR), decoded. */
+  dirs: string[];
+  /** Kinds of the entries named `HEAD`, `objects`, `commondir` and `.git`, when present with a known type. */
+  marks: Partial<Record<"HEAD" | "objects" | "commondir" | ".git", EntryKind>>;
+  /** Names whose type the file system did not give (DT_UNKNOWN): the caller asks lstat. */
+  unknown: string[];
+}
+
+const MARKS = ["HEAD", "objects", "commondir", ".git"] as const;
+const MARK_BYTES = MARKS.map((m) => new TextEncoder().encode(m));
+
+/**
+ * Like {@link dirEntries}, but builds nothing for the entries a walk for git directories does not need: no string
+ * and no object for a file (most of a project), only a byte comparison of its name with four marks. About twice
+ * as fast as dirEntries on a tree of libraries (docs/performance.md).
+ */
+export function scanDir(path: string): DirScan | undefined {
+  lib ??= Deno.dlopen("libc.so.6", SYMBOLS).symbols;
+  const fd = lib.openat(AT_FDCWD, cstr(path), O.RDONLY | O.DIRECTORY | O.NOFOLLOW | O.CLOEXEC, 0);
+  if (fd < 0) return undefined;
+  const out: DirScan = { count: 0, dirs: [], marks: {}, unknown: [] };
+  try {
+    for (;;) {
+      const n = Number(lib.getdents64(fd, buf, BigInt(buf.length)));
+      if (n <= 0) break;
+      for (let off = 0; off < n;) {
+        const reclen = buf[off + 16] | (buf[off + 17] << 8);
+        const type = buf[off + 18];
+        const start = off + 19;
+        off += reclen;
+        const b0 = buf[start];
+        if (b0 === 46 && (buf[start + 1] === 0 || (buf[start + 1] === 46 && buf[start + 2] === 0))) continue;
+        out.count++;
+        if (type === 4 || type === 0) {
+          let end = start;
+          while (buf[end] !== 0) end++;
+          const name = dec.decode(buf.subarray(start, end));
+          if (type === 0) {
+            out.unknown.push(name);
+            continue;
+          }
+          out.dirs.push(name);
+        }
+        // The marks: H, o, c and '.' are the only first bytes that can match.
+        if (b0 !== 72 && b0 !== 111 && b0 !== 99 && b0 !== 46) continue;
+        for (let m = 0; m < MARK_BYTES.length; m++) {
+          const mb = MARK_BYTES[m];
+          let i = 0;
+          while (i < mb.length && buf[start + i] === mb[i]) i++;
+          if (i === mb.length && buf[start + i] === 0) {
+            out.marks[MARKS[m]] = KINDS[type] ?? "other";
+            break;
+          }
+        }
+      }
+    }
+  } finally {
+    lib.close(fd);
+  }
+  return out;
+}

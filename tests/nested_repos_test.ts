@@ -1,6 +1,6 @@
 /** lib/sandbox/nested_repos.ts: which git configs could run something; the config everyday git writes is inert. */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { checkNestedRepos, type RepoFs, unsafeConfig } from "../lib/sandbox/nested_repos.ts";
+import { checkNestedRepos, realRepoFs, type RepoFs, unsafeConfig } from "../lib/sandbox/nested_repos.ts";
 import { test, tool } from "./helpers/skip.ts";
 
 Deno.test("configs that run something, or that this reading does not fully understand, are unsafe", () => {
@@ -114,4 +114,59 @@ Deno.test("nested repos: a hook and an unsafe config changed during the session 
   });
   checkNestedRepos({ project: "/p", startMs: now, protectedGitDirs: [] }, fs);
   assertEquals(renamed.map(([a]) => a).sort(), ["/p/s/.git/config", "/p/s/.git/hooks/pre-commit"]);
+});
+
+test({
+  name:
+    "nested repos: the byte-comparing walk finds what the listing walk finds (git-made repos, pointers, bare)",
+  ignore: tool("git"),
+}, async () => {
+  const d = await Deno.realPath(await Deno.makeTempDir());
+  try {
+    const env = { HOME: d, GIT_CONFIG_NOSYSTEM: "1", PATH: "/usr/local/bin:/usr/bin:/bin" };
+    const git = async (...args: string[]) => {
+      const r = await new Deno.Command("git", { args, cwd: d, env, stdout: "null", stderr: "piped" })
+        .output();
+      assertEquals(r.code, 0, new TextDecoder().decode(r.stderr));
+    };
+    await git("init", "-q", "a/b/sub");
+    await git("init", "-q", "--bare", "c/bare");
+    await git("init", "-q", "--separate-git-dir", `${d}/gd`, "e");
+    await git(
+      "-C",
+      "a/b/sub",
+      "-c",
+      "user.name=t",
+      "-c",
+      "user.email=t@e",
+      "commit",
+      "-q",
+      "--allow-empty",
+      "-m",
+      "x",
+    );
+    await git("-C", "a/b/sub", "worktree", "add", "-q", "--detach", `${d}/wt`);
+    await Deno.mkdir(`${d}/f/HEAD`, { recursive: true }); // a directory named HEAD is no marker
+    await Deno.symlink(`${d}/a/b/sub/.git`, `${d}/link/.git`).catch(async () => {
+      await Deno.mkdir(`${d}/link`);
+      await Deno.symlink(`${d}/a/b/sub/.git`, `${d}/link/.git`);
+    });
+    for (const g of ["a/b/sub/.git", "c/bare", "gd", "a/b/sub/.git/worktrees/wt"]) {
+      await Deno.mkdir(`${d}/${g}/hooks`, { recursive: true });
+      await Deno.writeTextFile(`${d}/${g}/hooks/pre-commit`, "#!/bin/sh\n");
+      await Deno.writeTextFile(`${d}/${g}/config`, "[core]\n\tfsmonitor = x\n");
+    }
+    const runs = [realRepoFs, { ...realRepoFs, scan: undefined }].map((real) => {
+      const renamed: string[] = [];
+      const fs: RepoFs = { ...real, rename: (a) => (renamed.push(a), true) };
+      const r = checkNestedRepos({ project: d, startMs: Date.now() - 5_000, protectedGitDirs: [] }, fs);
+      return { renamed: renamed.sort(), entries: r.entries, incomplete: r.incomplete };
+    });
+    assertEquals(runs[0], runs[1]);
+    for (const g of ["a/b/sub/.git", "c/bare", "gd", "a/b/sub/.git/worktrees/wt"]) {
+      assert(runs[0].renamed.includes(`${d}/${g}/hooks/pre-commit`), `${g}: ${runs[0].renamed.join(" ")}`);
+    }
+  } finally {
+    await Deno.remove(d, { recursive: true });
+  }
 });

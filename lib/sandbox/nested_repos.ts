@@ -11,7 +11,7 @@
  *
  * @module
  */
-import { dirEntries } from "../../ffi/dir_entries.ts";
+import { dirEntries, type DirScan, scanDir } from "../../ffi/dir_entries.ts";
 import { fs as fsops, openDirNoSymlinks } from "../../ffi/fsops.ts";
 import { cstr } from "../../ffi/libc.ts";
 import { visible } from "../ui/sanitize.ts";
@@ -88,6 +88,11 @@ export interface RepoFs {
   lstat(path: string): { kind: "dir" | "file" | "symlink" | "other"; ctimeMs: number } | undefined;
   /** Entries of a directory with their kinds (without stat), or undefined when it cannot be read. */
   list(path: string): { name: string; kind: "dir" | "file" | "symlink" | "other" }[] | undefined;
+  /**
+   * What the walk needs of a directory (its subdirectories, and the kinds of `HEAD`, `objects`, `commondir` and
+   * `.git` in it), or undefined when it cannot be read; when absent, made from {@link list}.
+   */
+  scan?(path: string): Omit<DirScan, "unknown"> | undefined;
   /** A small regular file's text (undefined when larger than 1 MiB or unreadable). */
   read(path: string): string | undefined;
   /** Canonical form of an existing path, or undefined. */
@@ -138,39 +143,38 @@ export function checkNestedRepos(o: NestedRepoOptions, fs: RepoFs): NestedRepoRe
   let incomplete = false;
   const unlisted: string[] = [];
 
+  let nextClock = 1024;
   const stack: [string, number][] = [[o.project, 0]];
-  walk: while (stack.length > 0) {
+  while (stack.length > 0) {
     const [dir, depth] = stack.pop()!;
     // A protected `.git` (its objects may be many) is not walked; other protected directories are.
     if (skip.has(dir) && dir.endsWith("/.git")) continue;
-    const list = fs.list(dir);
-    if (list === undefined) {
+    const sc = fs.scan ? fs.scan(dir) : scanOfList(fs.list(dir));
+    if (sc === undefined) {
       // A directory the sandbox made unreadable (chmod 000) hides what is below it: said, not skipped silently.
       if (unlisted.length < 5) unlisted.push(dir);
       continue;
     }
-    const names = new Map(list.map((e) => [e.name, e.kind] as const));
-    const isGitDir = names.get("HEAD") === "file" &&
-      (names.get("objects") === "dir" || names.get("commondir") === "file");
+    const m = sc.marks;
+    const isGitDir = m.HEAD === "file" && (m.objects === "dir" || m.commondir === "file");
     if (isGitDir && !skip.has(dir)) {
       gitDirs.add(dir);
     }
-    for (const e of list) {
-      entries++;
-      const late = o.deadlineMs !== undefined && (entries & 1023) === 0 && Date.now() > o.deadlineMs;
-      if (entries > maxEntries || late) {
-        incomplete = true;
-        break walk;
-      }
-      const p = `${dir}/${e.name}`;
-      if (e.kind === "dir") {
-        if (depth < 256) stack.push([p, depth + 1]);
-        else incomplete = true;
-      }
-      if ((e.name === ".git" && e.kind !== "dir") || (e.name === "commondir" && e.kind === "file")) {
-        pointed.push({ path: p, origin: p });
-      }
+    entries += sc.count;
+    const late = o.deadlineMs !== undefined && entries >= nextClock && Date.now() > o.deadlineMs;
+    if (entries >= nextClock) nextClock = entries + 1024;
+    if (entries > maxEntries || late) {
+      incomplete = true;
+      break;
     }
+    for (const name of sc.dirs) {
+      if (depth < 256) stack.push([`${dir}/${name}`, depth + 1]);
+      else incomplete = true;
+    }
+    if (m[".git"] !== undefined && m[".git"] !== "dir") {
+      pointed.push({ path: `${dir}/.git`, origin: `${dir}/.git` });
+    }
+    if (m.commondir === "file") pointed.push({ path: `${dir}/commondir`, origin: `${dir}/commondir` });
   }
   // Where `.git` files and links and `commondir` files point (maybe outside the project): git uses those.
   for (let i = 0; i < pointed.length && i < 4096; i++) {
@@ -245,6 +249,18 @@ export function checkNestedRepos(o: NestedRepoOptions, fs: RepoFs): NestedRepoRe
   return { lines, incomplete, entries };
 }
 
+/** {@link RepoFs.scan} from {@link RepoFs.list}. */
+function scanOfList(list: ReturnType<RepoFs["list"]>): Omit<DirScan, "unknown"> | undefined {
+  if (list === undefined) return undefined;
+  const marks: DirScan["marks"] = {};
+  for (const e of list) {
+    if (e.name === "HEAD" || e.name === "objects" || e.name === "commondir" || e.name === ".git") {
+      marks[e.name] = e.kind;
+    }
+  }
+  return { count: list.length, dirs: list.filter((e) => e.kind === "dir").map((e) => e.name), marks };
+}
+
 /** The hooks and configs of git directory `g` changed during the session that could run something. */
 function offending(
   g: string,
@@ -298,6 +314,19 @@ export const realRepoFs: RepoFs = {
       const st = realRepoFs.lstat(`${path}/${e.name}`);
       return { name: e.name, kind: st?.kind ?? "other" };
     });
+  },
+  scan(path) {
+    const sc = scanDir(path);
+    if (sc === undefined) return undefined;
+    // A file system that does not give types (DT_UNKNOWN) is asked with lstat.
+    for (const name of sc.unknown) {
+      const kind = realRepoFs.lstat(`${path}/${name}`)?.kind ?? "other";
+      if (kind === "dir") sc.dirs.push(name);
+      if (name === "HEAD" || name === "objects" || name === "commondir" || name === ".git") {
+        sc.marks[name] = kind;
+      }
+    }
+    return sc;
   },
   read(path) {
     try {
