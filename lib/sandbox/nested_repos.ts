@@ -12,8 +12,8 @@
  * @module
  */
 import { dirEntries, type DirScan, scanDir } from "../../ffi/dir_entries.ts";
-import { fs as fsops, openDirNoSymlinks } from "../../ffi/fsops.ts";
-import { cstr } from "../../ffi/libc.ts";
+import { fs as fsops, openDirNoSymlinks, S_IFREG } from "../../ffi/fsops.ts";
+import { AT_FDCWD, cstr, O } from "../../ffi/libc.ts";
 import { visible } from "../ui/sanitize.ts";
 
 /** Keys a config may hold that run nothing (section, or `section.*` for any subsection; then the key). */
@@ -329,12 +329,19 @@ export const realRepoFs: RepoFs = {
     return sc;
   },
   read(path) {
+    // Opened without blocking or following a final symlink, and read only when that fd is a regular file:
+    // another session's sandbox may swap a FIFO in after an lstat (a blocking open held hallpass's exit).
+    const fd = fsops.openat(AT_FDCWD, cstr(path), O.RDONLY | O.NONBLOCK | O.NOFOLLOW | O.CLOEXEC, 0);
+    if (fd < 0) return undefined;
     try {
-      const st = Deno.lstatSync(path);
-      if (!st.isFile || st.size > 1 << 20) return undefined;
-      return Deno.readTextFileSync(path);
+      if (fsops.fileType(fd) !== S_IFREG) return undefined;
+      const st = Deno.statSync(`/proc/self/fd/${fd}`);
+      if (st.size > 1 << 20) return undefined;
+      return Deno.readTextFileSync(`/proc/self/fd/${fd}`); // the same regular file: never blocks
     } catch {
       return undefined;
+    } finally {
+      fsops.close(fd);
     }
   },
   real(path) {

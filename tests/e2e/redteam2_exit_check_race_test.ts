@@ -110,3 +110,72 @@ test({
     }
   },
 });
+
+/**
+ * Session B's program for the lease case: rewrites the repository's config once session A runs (so it is
+ * "changed during the session"), holds a write lease on it and ignores the SIGIO of a lease break: an open by
+ * anyone else then waits for /proc/sys/fs/lease-break-time (45 s by default). A FIFO flipped in between the
+ * check's lstat and its open held the exit forever the same way (by hand: 2 of 6 exits).
+ */
+const LEASER = `
+import fcntl, os, signal, sys, time
+signal.signal(signal.SIGIO, signal.SIG_IGN)
+p = sys.argv[1]
+while not os.path.exists(p + "/go"):
+    time.sleep(0.01)
+c = p + "/d/r/.git/config"
+with open(c, "w") as f:
+    f.write('[core]\\n\\tfsmonitor = "x"\\n')
+fd = os.open(c, os.O_RDONLY)
+fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+open(p + "/leased", "w").close()
+while not os.path.exists(p + "/stop"):
+    time.sleep(0.05)
+`;
+
+test({
+  name: "another session's sandbox holding a lease on a repository's config never holds hallpass's exit",
+  ignore: [tool("/usr/bin/python3"), tool("git")],
+  async fn() {
+    const s = await scratch();
+    try {
+      const g = `${s.project}/d/r/.git`;
+      for (const d of ["objects", "refs", "hooks"]) await Deno.mkdir(`${g}/${d}`, { recursive: true });
+      await Deno.writeTextFile(`${g}/HEAD`, "ref: refs/heads/main\n");
+      await Deno.writeTextFile(`${g}/config`, "[core]\n\tx = 1\n");
+      await Deno.writeTextFile(`${s.outside}/lease.py`, LEASER);
+      const b = new Deno.Command(HALLPASS_ARGV[0], {
+        args: [
+          ...HALLPASS_ARGV.slice(1),
+          "--no-ask",
+          "-q",
+          "--",
+          "/usr/bin/python3",
+          `${s.outside}/lease.py`,
+          s.project,
+        ],
+        cwd: s.project,
+        stdout: "null",
+        stderr: "piped",
+      }).spawn();
+      try {
+        const start = Date.now();
+        const a = await hallpass(
+          ["--no-ask", "--", "/bin/sh", "-c", "touch go; while [ ! -e leased ]; do sleep 0.01; done"],
+          { cwd: s.project, timeoutMs: 40_000 },
+        );
+        assertEquals(
+          a.code,
+          0,
+          `hallpass did not exit in ${Date.now() - start} ms (held by the lease): ${a.stderr}`,
+        );
+        assert(a.stderr.includes("d/r/.git/config"), `the config was not checked: ${a.stderr}`);
+      } finally {
+        await Deno.writeTextFile(`${s.project}/stop`, "");
+        await b.output();
+      }
+    } finally {
+      await s.cleanup();
+    }
+  },
+});
