@@ -220,18 +220,21 @@ export function checkNestedRepos(o: NestedRepoOptions, fs: RepoFs): NestedRepoRe
 
   for (const g of [...gitDirs].sort()) {
     const found = offending(g, fs, changed);
-    if (found.length === 0) continue;
     if (inProject(g)) {
       for (const f of found) moveAside(f.path, f.why);
       continue;
     }
     // Outside the project hallpass renames nothing of its own accord (a pointer planted by the sandbox must not
     // make hallpass move a file the sandbox could not touch): the pointer in the project is moved aside when it
-    // was made during the session, otherwise named.
+    // was made during the session, otherwise named. A pointer made during the session is moved aside when the git
+    // directory it leads to has any hook or unsafe config, whenever written: one the sandbox prepared in an
+    // earlier session where it may write outside the project (an --allow-path tree, an agent's directory) is not
+    // from this session, and git run here would run it (tests/e2e/nested_repos_test.ts "prepared earlier").
+    const any = offending(g, fs, (st) => st !== undefined, false);
     for (const ptr of via.get(g) ?? []) {
       if (changed(fs.lstat(ptr))) {
-        moveAside(ptr, `points git at ${g}, where ${found[0].path} ${found[0].why}`);
-      } else {
+        if (any.length) moveAside(ptr, `points git at ${g}, where ${any[0].path} ${any[0].why}`);
+      } else if (found.length) {
         lines.push(
           `hallpass: ${visible(`${ptr} points git at ${g}, where ${found[0].path} ${found[0].why}`)}: ` +
             "not moved (outside the project); git run there would run it",
@@ -261,11 +264,15 @@ function scanOfList(list: ReturnType<RepoFs["list"]>): Omit<DirScan, "unknown"> 
   return { count: list.length, dirs: list.filter((e) => e.kind === "dir").map((e) => e.name), marks };
 }
 
-/** The hooks and configs of git directory `g` changed during the session that could run something. */
+/**
+ * The hooks and configs of git directory `g` that could run something and that `changed` picks (those changed
+ * during the session, or all of them: `during` false).
+ */
 function offending(
   g: string,
   fs: RepoFs,
   changed: (st: { ctimeMs: number } | undefined) => boolean,
+  during = true,
 ): { path: string; why: string }[] {
   const out: { path: string; why: string }[] = [];
   const moveAside = (path: string, why: string) => out.push({ path, why });
@@ -274,23 +281,23 @@ function offending(
       const p = `${g}/${name}`;
       const st = fs.lstat(p);
       if (!changed(st)) continue;
-      if (st!.kind !== "file") moveAside(p, `is a ${st!.kind} made during the session`);
+      if (st!.kind !== "file") moveAside(p, `is a ${st!.kind}${during ? " made during the session" : ""}`);
       else {
         const text = fs.read(p);
         const why = text === undefined ? "unreadable" : unsafeConfig(text);
-        if (why) moveAside(p, `changed during the session: ${why}`);
+        if (why) moveAside(p, `${during ? "changed during the session" : "is unsafe"}: ${why}`);
       }
     }
     const hooks = `${g}/hooks`;
     const hs = fs.lstat(hooks);
     if (hs?.kind === "symlink" || (hs !== undefined && hs.kind !== "dir")) {
-      if (changed(hs)) moveAside(hooks, "was made during the session");
+      if (changed(hs)) moveAside(hooks, `is a ${hs.kind}${during ? " made during the session" : ""}`);
       return out;
     }
     for (const e of fs.list(hooks) ?? []) {
       if (e.kind === "dir" || e.name.endsWith(".sample") || e.name.includes(QUARANTINE)) continue;
       const p = `${hooks}/${e.name}`;
-      if (changed(fs.lstat(p))) moveAside(p, "is a hook written during the session");
+      if (changed(fs.lstat(p))) moveAside(p, `is a hook${during ? " written during the session" : ""}`);
     }
   }
   return out;

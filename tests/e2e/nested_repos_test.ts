@@ -178,3 +178,49 @@ test({
     }
   },
 });
+
+test({
+  name:
+    "a git directory prepared outside the project in an earlier session, pointed at in a later one, runs nothing",
+  ignore: tool("git"),
+  async fn() {
+    const s = await scratch();
+    try {
+      // A tree outside the project the sandbox may write (--allow-path, or an agent's own directory).
+      const zone = `${s.outside}/zone`, out = `${s.outside}/markers`;
+      await Deno.mkdir(zone);
+      await Deno.mkdir(out);
+      await git(s.project, s.outside, "init", "-q");
+      const run = (script: string) =>
+        hallpass(["--no-ask", "-q", "--allow-path", zone, "--", "/bin/sh", "-c", script], {
+          cwd: s.project,
+          env: { ...GIT_ENV, HOME: s.outside },
+        });
+      // Session 1: a repository in the tree, with a hook; nothing of it is in the project.
+      const r1 = await run(
+        `git init -q ${zone}/prep && printf '#!/bin/sh\\necho hook >> ${out}/M\\n' > ${zone}/prep/.git/hooks/pre-commit` +
+          ` && chmod +x ${zone}/prep/.git/hooks/pre-commit`,
+      );
+      assertEquals(r1.code, 0, r1.stderr);
+      // Session 2 starts in a later second than the hook's ctime (the check's "during the session").
+      const hookCtime = (await Deno.lstat(`${zone}/prep/.git/hooks/pre-commit`)).ctime!.getTime();
+      while (Date.now() < hookCtime + 2_100) await new Promise((r) => setTimeout(r, 100));
+      const r2 = await run(`mkdir sub && printf 'gitdir: ${zone}/prep/.git\\n' > sub/.git`);
+      assertEquals(r2.code, 0, r2.stderr);
+      // Control: a pointer made outside hallpass at the same git directory runs the hook.
+      await Deno.mkdir(`${s.outside}/ctl`);
+      await Deno.writeTextFile(`${s.outside}/ctl/.git`, `gitdir: ${zone}/prep/.git\n`);
+      await git(`${s.outside}/ctl`, s.outside, "commit", "-q", "--allow-empty", "-m", "x");
+      assert(await exists(`${out}/M`), "control: the prepared hook did not run bare");
+      await Deno.remove(`${out}/M`);
+      if (await exists(`${s.project}/sub/.git`)) {
+        await git(`${s.project}/sub`, s.outside, "commit", "-q", "--allow-empty", "-m", "x");
+      }
+      assert(!(await exists(`${out}/M`)), `git outside ran the hook prepared earlier: ${r2.stderr}`);
+      assert(r2.stderr.includes(`${s.project}/sub/.git points git at`), r2.stderr);
+      assert(await exists(`${zone}/prep/.git/hooks/pre-commit`), "hallpass moved a file outside the project");
+    } finally {
+      await s.cleanup();
+    }
+  },
+});
