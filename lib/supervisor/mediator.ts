@@ -43,8 +43,7 @@ import { Perform } from "./perform.ts";
 import { RuntimeSetup } from "./runtime_setup.ts";
 import { ReadOpens } from "./read_open.ts";
 import { formatTarget } from "../policy/connect_dest.ts";
-
-const EACCES = 13;
+import { Errno } from "../../ffi/errors.ts";
 
 export class Mediator {
   readonly respond: Respond;
@@ -161,14 +160,7 @@ export class Mediator {
       // The caller is gone (its thread exited while this was decided, e.g. its /proc entry vanished): there is
       // no call left to answer, and nothing was denied to anyone. Else fail closed: the call does not go through.
       if (!this.respond.denyIfValid(n)) return;
-      this.#report.line({
-        pid: n.tid,
-        op: "write",
-        target: "?",
-        decision: "deny",
-        by: "error",
-        error: String(e),
-      });
+      this.#report.failed(n.tid, e);
     }
   }
 
@@ -292,7 +284,7 @@ export class Mediator {
     op: Op,
     by: string,
     suggest?: string,
-    errno = EACCES,
+    errno: number = Errno.EACCES,
   ): void {
     const who = this.#report.denying(n.tid); // before answering: once answered, it may exit at once
     this.respond.deny(n, errno);

@@ -126,6 +126,11 @@ export class Report {
     this.line({ pid, exe, name, op, syscall, target, decision: "deny", by, chain: who.logChain });
   }
 
+  /** A call failed closed because deciding it threw (the log line says why). */
+  failed(tid: number, e: unknown): void {
+    this.line({ pid: tid, op: "write", target: "?", decision: "deny", by: "error", error: String(e) });
+  }
+
   /** A refusal lib/supervisor/sys_calls.ts made (another process, a keyring, an ioctl). */
   sysDenied(tid: number, syscall: string, op: string, target: string, suggest: string): void {
     const pid = this.#proc.tgid(tid), name = this.#proc.comm(pid);
