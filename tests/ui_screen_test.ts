@@ -264,3 +264,26 @@ Deno.test("a shorter bar gives rows back; resize with the bar up repaints everyt
   await gate.flushed();
   assertEquals(screenText(a), screenText(b));
 });
+
+Deno.test("narrowed with the bar up, a terminal that pushed lines into its history: each line kept once", async () => {
+  // tmux wraps the bar's full-width rows when the window narrows and pushes the top of the screen into its
+  // history to make room; its cursor report then says so. The model follows: nothing is lost or shown twice.
+  const a = term(100, 30);
+  const gate = new ScreenGate(new ScreenMirror(100, 30, { scrollback: 1000 }), (d) => feed(a, d));
+  gate.output(enc.encode("30 100\r\n"));
+  await gate.showBar(Array.from({ length: 5 }, (_, i) => `bar ${i} ` + "x".repeat(90)));
+  await gate.flushed();
+  a.resize(60, 30);
+  await feed(a, "\x1b[30;1H\n\n\n\n\n\x1b[1;1H"); // what tmux 3.3a does on its own (xterm.js reflows otherwise)
+  // deno-lint-ignore no-explicit-any
+  const cursorRow = () => Promise.resolve((a as any)._core.buffer.y as number);
+  await gate.resize(60, 30, Array.from({ length: 5 }, (_, i) => `bar ${i}`), cursorRow);
+  gate.output(enc.encode("r=0\r\n30 60\r\n"));
+  await gate.closeBar();
+  await gate.flushed();
+  const buf = a.buffer.active;
+  const all: string[] = [];
+  for (let y = 0; y < buf.length; y++) all.push(buf.getLine(y)!.translateToString(true).trimEnd());
+  assertEquals(all.filter((l) => l !== ""), ["30 100", "r=0", "30 60"]);
+  assertEquals(screenText(a).slice(0, 2), ["r=0", "30 60"]);
+});

@@ -151,6 +151,8 @@ export class PtySession implements BarHost {
   readonly #opts: PtySessionOptions;
   /** Resolves once the real terminal reported where its cursor is (or did not in time). */
   #cursorKnown: Promise<void> = Promise.resolve();
+  /** The terminal answered the start-up cursor query (even late): it is asked again after a resize. */
+  #answersCursor = false;
   #cprWanted: ((pos: { row: number; col: number } | null) => void) | null = null;
   readonly #keys = new KeyReader();
   /** hallpass's own fd on the slave (see openSlaveKeeper), or -1. */
@@ -306,6 +308,7 @@ export class PtySession implements BarHost {
       const done = (pos: { row: number; col: number } | null) => {
         clearTimeout(timer);
         this.#cprWanted = null;
+        if (pos) this.#answersCursor = true;
         if (pos && !late) this.gate.mirror.startAt(pos.row, pos.col).then(() => resolve());
         else resolve();
       };
@@ -318,9 +321,13 @@ export class PtySession implements BarHost {
     }
   }
 
-  /** Asks the terminal where its cursor is (DSR 6): the row, 0-based, or null when no answer came in time. */
-  #cursorRow(waitMs = 500): Promise<number | null> {
-    if (this.#cprWanted || this.#restored) return Promise.resolve(null);
+  /**
+   * Asks the terminal where its cursor is (DSR 6): the row, 0-based, or null when no answer came in time. Only a
+   * terminal that answered at start-up is asked, and given time (a loaded machine): without the answer the model
+   * is not shifted, and lines the terminal pushed into its history are then repainted on the screen too.
+   */
+  #cursorRow(waitMs = 2000): Promise<number | null> {
+    if (this.#cprWanted || this.#restored || !this.#answersCursor) return Promise.resolve(null);
     return new Promise((resolve) => {
       const done = (pos: { row: number; col: number } | null) => {
         clearTimeout(timer);
