@@ -15,7 +15,7 @@ const TOKEN = "carol-0123456789abcdefXYZ";
 /** `hallpass answer`, run from source as the pane's `hp` is. */
 const ENTRY = `${HALLPASS} answer`;
 
-/** A service, a token file for "carol", and a pane running `hallpass answer` (then `stty -a` into a file). */
+/** A service, a token file for "carol", and a pane running `hallpass answer` (then `stty -a` into a file, then rc=). */
 async function withAnswer(
   fn: (t: Tmux, svc: AnswerService) => Promise<void>,
   o: { agent?: string; token?: string; agents?: string[] } = {},
@@ -29,7 +29,7 @@ async function withAnswer(
     await withPane({
       script: `stty -a > "$DIR/stty-before.txt"; ${ENTRY} --agent ${q(agent)}${more} --token-file ${
         q(dir + "/token")
-      }; echo "rc=$?"; stty -a > "$DIR/stty.txt"`,
+      }; rc=$?; stty -a > "$DIR/stty.txt"; echo "rc=$rc"`, // rc= shown once stty.txt is written
       cols: 100,
       rows: 24,
     }, (t) => fn(t, svc));
