@@ -20,40 +20,53 @@ export type EntryKind = "dir" | "file" | "symlink" | "other";
 const KINDS: Record<number, EntryKind> = { 4: "dir", 8: "file", 10: "symlink" };
 
 /**
- * The entries of `path` (not `.` and `..`), never following a symlink at `path` itself; undefined when it cannot
- * be opened.
+ * Calls `visit` with the offset of each entry's NUL-terminated name in the shared buffer and its d_type, for every
+ * entry of `path` but `.` and `..`, never following a symlink at `path` itself; false when it cannot be opened.
+ * The one getdents64 loop of this file: struct linux_dirent64 { u64 d_ino; s64 d_off; u16 d_reclen; u8 d_type;
+ * char d_name[]; }.
  */
-export function dirEntries(path: string): { name: string; kind: EntryKind; unknown: boolean }[] | undefined {
+function eachEntry(path: string, visit: (name: number, type: number) => void): boolean {
   lib ??= Deno.dlopen("libc.so.6", SYMBOLS).symbols;
   const fd = lib.openat(AT_FDCWD, cstr(path), O.RDONLY | O.DIRECTORY | O.NOFOLLOW | O.CLOEXEC, 0);
-  if (fd < 0) return undefined;
-  const out: { name: string; kind: EntryKind; unknown: boolean }[] = [];
+  if (fd < 0) return false;
   try {
     for (;;) {
       const n = Number(lib.getdents64(fd, buf, BigInt(buf.length)));
       if (n <= 0) break;
-      // struct linux_dirent64 { u64 d_ino; s64 d_off; u16 d_reclen; u8 d_type; char d_name[]; }
       for (let off = 0; off < n;) {
         const reclen = buf[off + 16] | (buf[off + 17] << 8);
         const type = buf[off + 18];
-        let end = off + 19;
-        while (end < off + reclen && buf[end] !== 0) end++;
-        const isDot = buf[off + 19] === 46 &&
-          (end === off + 20 || (end === off + 21 && buf[off + 20] === 46));
-        if (!isDot) {
-          out.push({
-            name: dec.decode(buf.subarray(off + 19, end)),
-            kind: KINDS[type] ?? "other",
-            unknown: type === 0,
-          });
-        }
+        const start = off + 19;
         off += reclen;
+        if (buf[start] === 46 && (buf[start + 1] === 0 || (buf[start + 1] === 46 && buf[start + 2] === 0))) {
+          continue;
+        }
+        visit(start, type);
       }
     }
   } finally {
     lib.close(fd);
   }
-  return out;
+  return true;
+}
+
+/** The name at `start` in the buffer, decoded. */
+function nameAt(start: number): string {
+  let end = start;
+  while (buf[end] !== 0) end++;
+  return dec.decode(buf.subarray(start, end));
+}
+
+/**
+ * The entries of `path` (not `.` and `..`), never following a symlink at `path` itself; undefined when it cannot
+ * be opened.
+ */
+export function dirEntries(path: string): { name: string; kind: EntryKind; unknown: boolean }[] | undefined {
+  const out: { name: string; kind: EntryKind; unknown: boolean }[] = [];
+  const opened = eachEntry(path, (start, type) => {
+    out.push({ name: nameAt(start), kind: KINDS[type] ?? "other", unknown: type === 0 });
+  });
+  return opened ? out : undefined;
 }
 
 /** What a walk for git directories needs of one directory (lib/sandbox/nested_repos.ts), names compared as bytes. */
@@ -77,47 +90,29 @@ const MARK_BYTES = MARKS.map((m) => new TextEncoder().encode(m));
  * as fast as dirEntries on a tree of libraries (docs/performance.md).
  */
 export function scanDir(path: string): DirScan | undefined {
-  lib ??= Deno.dlopen("libc.so.6", SYMBOLS).symbols;
-  const fd = lib.openat(AT_FDCWD, cstr(path), O.RDONLY | O.DIRECTORY | O.NOFOLLOW | O.CLOEXEC, 0);
-  if (fd < 0) return undefined;
   const out: DirScan = { count: 0, dirs: [], marks: {}, unknown: [] };
-  try {
-    for (;;) {
-      const n = Number(lib.getdents64(fd, buf, BigInt(buf.length)));
-      if (n <= 0) break;
-      for (let off = 0; off < n;) {
-        const reclen = buf[off + 16] | (buf[off + 17] << 8);
-        const type = buf[off + 18];
-        const start = off + 19;
-        off += reclen;
-        const b0 = buf[start];
-        if (b0 === 46 && (buf[start + 1] === 0 || (buf[start + 1] === 46 && buf[start + 2] === 0))) continue;
-        out.count++;
-        if (type === 4 || type === 0) {
-          let end = start;
-          while (buf[end] !== 0) end++;
-          const name = dec.decode(buf.subarray(start, end));
-          if (type === 0) {
-            out.unknown.push(name);
-            continue;
-          }
-          out.dirs.push(name);
-        }
-        // The marks: H, o, c and '.' are the only first bytes that can match.
-        if (b0 !== 72 && b0 !== 111 && b0 !== 99 && b0 !== 46) continue;
-        for (let m = 0; m < MARK_BYTES.length; m++) {
-          const mb = MARK_BYTES[m];
-          let i = 0;
-          while (i < mb.length && buf[start + i] === mb[i]) i++;
-          if (i === mb.length && buf[start + i] === 0) {
-            out.marks[MARKS[m]] = KINDS[type] ?? "other";
-            break;
-          }
-        }
+  const opened = eachEntry(path, (start, type) => {
+    out.count++;
+    if (type === 4 || type === 0) {
+      const name = nameAt(start);
+      if (type === 0) {
+        out.unknown.push(name);
+        return;
+      }
+      out.dirs.push(name);
+    }
+    // The marks: H, o, c and '.' are the only first bytes that can match.
+    const b0 = buf[start];
+    if (b0 !== 72 && b0 !== 111 && b0 !== 99 && b0 !== 46) return;
+    for (let m = 0; m < MARK_BYTES.length; m++) {
+      const mb = MARK_BYTES[m];
+      let i = 0;
+      while (i < mb.length && buf[start + i] === mb[i]) i++;
+      if (i === mb.length && buf[start + i] === 0) {
+        out.marks[MARKS[m]] = KINDS[type] ?? "other";
+        return;
       }
     }
-  } finally {
-    lib.close(fd);
-  }
-  return out;
+  });
+  return opened ? out : undefined;
 }
