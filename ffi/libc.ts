@@ -88,20 +88,24 @@ export function fslib(): FsLib {
   if (fsLib === null) fsLib = Deno.dlopen("libc.so.6", FS_SYMBOLS).symbols;
   return fsLib;
 }
-let errnoPtr: Deno.PointerValue = null;
+let errnoView: Deno.UnsafePointerView | null = null;
 
 export function libc(): Lib {
   if (lib === null) {
     lib = Deno.dlopen("libc.so.6", SYMBOLS).symbols;
-    errnoPtr = lib.__errno_location();
+    errnoView = new Deno.UnsafePointerView(lib.__errno_location()!);
   }
   return lib;
 }
 
-/** errno of the last failed synchronous call on this thread. */
+/**
+ * errno of the last failed synchronous call on this thread. Read it right after the call, allocating
+ * nothing in between: the runtime's own work on this thread (a garbage collection waiting on a futex) can
+ * overwrite errno, which is why the view is made once.
+ */
 export function errno(): number {
-  libc();
-  return new Deno.UnsafePointerView(errnoPtr!).getInt32();
+  if (errnoView === null) libc();
+  return errnoView!.getInt32();
 }
 
 /** Throws SysError when a libc call returned -1. */

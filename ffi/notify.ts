@@ -66,6 +66,8 @@ export class NotifyFd {
   readonly #rrv = new DataView(this.#riov.buffer);
   readonly #lv = new DataView(this.#liov.buffer);
 
+  #transient = 0;
+
   constructor(fd: number) {
     this.#fd = fd;
     const lv = new DataView(this.#liov.buffer);
@@ -81,14 +83,20 @@ export class NotifyFd {
     return sys(SYS.ioctl, this.#fd, IOCTL.SET_FLAGS, USER_NOTIF_FD_SYNC_WAKE_UP) === 0;
   }
 
-  /** Receives one notification; null when it vanished (the thread died: ENOENT) or was interrupted. */
+  /**
+   * Receives one notification; null when it vanished (the thread died: ENOENT), was interrupted (EINTR) or
+   * the call failed with EAGAIN. EAGAIN is not an answer the kernel documents for this call; it is what errno
+   * can read when the runtime's own futex wait on this thread overwrote it. All three are retried, and only a long run of them
+   * (a listener that really is broken) is an error.
+   */
   recv(): Notification | null {
     this.#notif.fill(0, 0, NOTIF_SIZE);
     if (libc().ioctl_p(this.#fd, IOCTL.RECV, this.#notif) < 0) {
       const e = errno();
-      if (e === 2 || e === 4) return null;
+      if ((e === 2 || e === 4 || e === 11) && ++this.#transient < 10_000) return null;
       throw new SysError("SECCOMP_IOCTL_NOTIF_RECV", e);
     }
+    this.#transient = 0;
     return decodeNotification(this.#nv);
   }
 

@@ -65,10 +65,11 @@ function libc(): Deno.DynamicLibrary<typeof SYMBOLS>["symbols"] {
   return lib.symbols;
 }
 
-/** errno of the last synchronous call on this thread. */
+let errnoView: Deno.UnsafePointerView | null = null;
+/** errno of the last synchronous call on this thread (the view is made once: see ffi/libc.ts errno). */
 function errno(): number {
-  const p = libc().__errno_location();
-  return p === null ? 0 : new Deno.UnsafePointerView(p).getInt32();
+  errnoView ??= new Deno.UnsafePointerView(libc().__errno_location()!);
+  return errnoView.getInt32();
 }
 
 function sysError(syscall: string, e: number, detail?: string): SysError {
