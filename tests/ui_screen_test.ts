@@ -287,3 +287,36 @@ Deno.test("narrowed with the bar up, a terminal that pushed lines into its histo
   assertEquals(all.filter((l) => l !== ""), ["30 100", "r=0", "30 60"]);
   assertEquals(screenText(a).slice(0, 2), ["r=0", "30 60"]);
 });
+
+Deno.test("resized twice before hallpass asked: an answer about another size changes nothing; each line kept once", async () => {
+  // tmux resizes its screen at once and tells the program up to 250 ms later: hallpass's question about the
+  // first size can be answered by the screen at the second. The cursor answer comes with the size the terminal
+  // has (CSI 18 t); one about another size than the model's is "stale", and the next resize does the work.
+  const run = async (sizeChecked: boolean) => {
+    const a = term(100, 35);
+    const gate = new ScreenGate(new ScreenMirror(100, 35, { scrollback: 1000 }), (d) => feed(a, d));
+    for (let i = 1; i <= 31; i++) gate.output(enc.encode(`${i}\r\n`));
+    const bar = Array.from({ length: 5 }, (_, i) => `bar ${i}`);
+    await gate.showBar(bar);
+    await gate.flushed();
+    a.resize(100, 10);
+    a.resize(100, 35); // both before hallpass asked about 10 rows
+    // deno-lint-ignore no-explicit-any
+    const cursorY = () => (a as any)._core.buffer.y as number;
+    const answer = (rows: number) => () =>
+      Promise.resolve(sizeChecked && a.rows !== rows ? "stale" as const : cursorY());
+    await gate.resize(100, 10, bar, answer(10));
+    await gate.resize(100, 35, bar, answer(35));
+    gate.output(enc.encode("done\r\n"));
+    await gate.closeBar();
+    await gate.flushed();
+    const buf = a.buffer.active;
+    const all: string[] = [];
+    for (let y = 0; y < buf.length; y++) all.push(buf.getLine(y)!.translateToString(true).trimEnd());
+    return all.filter((l) => l !== "");
+  };
+  const want = [...Array.from({ length: 31 }, (_, i) => String(i + 1)), "done"];
+  assertEquals(await run(true), want);
+  // Control: the answer taken as about the model's size loses lines 1-22.
+  assertNotEquals(await run(false), want, "control: the answer taken for the model's size");
+});

@@ -53,6 +53,7 @@ import { OutputFilter } from "./output_filter.ts";
 import { MIRROR_SCROLLBACK, ScreenGate, ScreenMirror, type TerminalWrite } from "./screen.ts";
 import { ProcessHooks } from "./process_hooks.ts";
 import { Relay } from "../../ffi/relay.ts";
+import { type CursorReport, sameSize, takeReports } from "./terminal_reports.ts";
 
 /** What a bar needs from whoever owns the terminal. {@linkcode PtySession} is one; tests use a fake. */
 export interface BarHost {
@@ -153,7 +154,11 @@ export class PtySession implements BarHost {
   #cursorKnown: Promise<void> = Promise.resolve();
   /** The terminal answered the start-up cursor query (even late): it is asked again after a resize. */
   #answersCursor = false;
-  #cprWanted: ((pos: { row: number; col: number } | null) => void) | null = null;
+  /** The terminal reported its size as the pty has it at start-up: it is asked its size with the cursor. */
+  #answersSize = false;
+  #cprWanted: ((pos: CursorReport | null) => void) | null = null;
+  /** A size report taken out of the input, before the cursor report it goes with. */
+  #sizeSeen: readonly [number, number] | null = null;
   readonly #keys = new KeyReader();
   /** hallpass's own fd on the slave (see openSlaveKeeper), or -1. */
   #keeper = -1;
@@ -290,9 +295,10 @@ export class PtySession implements BarHost {
 
   /**
    * The screen model must know where the real cursor is: the command's output lands there, not at the top left
-   * (a shell prompt usually sits somewhere down the screen). Asks the terminal (DSR 6) before any of the
-   * command's output is written; the answer is taken out of the input. A terminal that does not answer within
-   * `waitMs` leaves the model at the top left (the old behaviour: the bar's repaint may then misplace the cursor).
+   * (a shell prompt usually sits somewhere down the screen). Asks the terminal (DSR 6, and its size: CSI 18 t)
+   * before any of the command's output is written; the answers are taken out of the input. A terminal that does
+   * not answer within `waitMs` leaves the model at the top left (the old behaviour: the bar's repaint may then
+   * misplace the cursor).
    */
   #askCursor(waitMs = 500): void {
     this.#cursorKnown = new Promise<void>((resolve) => {
@@ -305,59 +311,65 @@ export class PtySession implements BarHost {
           if (this.#cprWanted === done) this.#cprWanted = null;
         }, 10_000));
       }, waitMs);
-      const done = (pos: { row: number; col: number } | null) => {
+      const done = (pos: CursorReport | null) => {
         clearTimeout(timer);
         this.#cprWanted = null;
         if (pos) this.#answersCursor = true;
+        // A terminal that tells its size as the pty has it is asked again with each cursor question after a
+        // resize (#cursorRow): its answer says which of its sizes the cursor answer is about.
+        if (pos?.size && sameSize(pos.size, this.#size.rows, this.#size.cols)) this.#answersSize = true;
         if (pos && !late) this.gate.mirror.startAt(pos.row, pos.col).then(() => resolve());
         else resolve();
       };
       this.#cprWanted = done;
     });
     try {
-      writeAllSync(new TextEncoder().encode("\x1b[6n"));
+      writeAllSync(new TextEncoder().encode("\x1b[18t\x1b[6n"));
     } catch {
       this.#cprWanted?.(null);
     }
   }
 
   /**
-   * Asks the terminal where its cursor is (DSR 6): the row, 0-based, or null when no answer came in time. Only a
-   * terminal that answered at start-up is asked, and given time (a loaded machine): without the answer the model
-   * is not shifted, and lines the terminal pushed into its history are then repainted on the screen too.
+   * Asks the terminal where its cursor is (DSR 6), for the model resized to `rows` × `cols`: the row, 0-based;
+   * `"stale"` when the terminal said it has another size by now (it was resized again: the model's reflow and
+   * its own are about different sizes, and the SIGWINCH of the new size follows — tmux tells the program a size
+   * up to 250 ms after its screen has it); null when there is no answer. Only a terminal that answered at
+   * start-up is asked. The answer is awaited as long as it takes (up to `boundMs`, for a terminal that stopped
+   * answering): nothing is written meanwhile, so a late answer is as good as an early one.
    */
-  #cursorRow(waitMs = 2000): Promise<number | null> {
+  #cursorRow(rows: number, cols: number, boundMs = 10_000): Promise<number | null | "stale"> {
     if (this.#cprWanted || this.#restored || !this.#answersCursor) return Promise.resolve(null);
     return new Promise((resolve) => {
-      const done = (pos: { row: number; col: number } | null) => {
+      const done = (pos: CursorReport | null) => {
         clearTimeout(timer);
+        this.#stop.signal.removeEventListener("abort", gone);
         if (this.#cprWanted === done) this.#cprWanted = null;
-        resolve(pos ? pos.row : null);
+        if (pos?.size && this.#answersSize && !sameSize(pos.size, rows, cols)) resolve("stale");
+        else resolve(pos ? pos.row : null);
       };
-      const timer = setTimeout(() => done(null), waitMs);
+      // Past the bound, or when the session ends: go on without it; the late answer is still taken out of the
+      // input when it comes (#cprWanted stays until then).
+      const timer = setTimeout(() => resolve(null), boundMs);
+      const gone = () => resolve(null);
+      this.#stop.signal.addEventListener("abort", gone, { once: true });
       this.#cprWanted = done;
       try {
-        writeAllSync(new TextEncoder().encode("\x1b[6n"));
+        writeAllSync(new TextEncoder().encode(this.#answersSize ? "\x1b[18t\x1b[6n" : "\x1b[6n"));
       } catch {
         done(null);
       }
     });
   }
 
-  /** Takes a cursor position report out of `chunk` while one is awaited. */
+  /** Takes the answers to hallpass's own questions (terminal_reports.ts) out of `chunk` while one is awaited. */
   #takeCpr(chunk: Uint8Array): Uint8Array {
     const want = this.#cprWanted;
     if (!want) return chunk;
-    let text = "";
-    for (const b of chunk) text += String.fromCharCode(b);
-    // deno-lint-ignore no-control-regex
-    const m = /\x1b\[(\d+);(\d+)R/.exec(text);
-    if (!m) return chunk;
-    want({ row: Number(m[1]) - 1, col: Number(m[2]) - 1 });
-    const out = new Uint8Array(chunk.length - m[0].length);
-    out.set(chunk.subarray(0, m.index));
-    out.set(chunk.subarray(m.index + m[0].length), m.index);
-    return out;
+    const r = takeReports(chunk, this.#sizeSeen);
+    this.#sizeSeen = r.size;
+    if (r.cursor) want(r.cursor);
+    return r.rest;
   }
 
   #resized(): void {
@@ -367,7 +379,9 @@ export class PtySession implements BarHost {
     try {
       setWinSize(this.#master, size);
     } catch { /* the master may be closing */ }
-    const ask = isatty(0) && isatty(1) && !this.gate.plain ? () => this.#cursorRow() : undefined;
+    const ask = isatty(0) && isatty(1) && !this.gate.plain
+      ? () => this.#cursorRow(size.rows, size.cols)
+      : undefined;
     this.gate.resize(size.cols, size.rows, this.#bar?.layout(size.cols), ask);
   }
 

@@ -724,7 +724,7 @@ export class ScreenGate {
     cols: number,
     rows: number,
     lines?: string[],
-    cursorRow?: () => Promise<number | null>,
+    cursorRow?: () => Promise<number | null | "stale">,
   ): Promise<void> {
     if (lines && this.#barLines !== null) this.#barLines = lines;
     if (this.plain) return this.#chain;
@@ -735,6 +735,11 @@ export class ScreenGate {
       // The terminal reflowed on its own; where its cursor is says whether the model agrees (nothing of the
       // program's is written while the bar is up, so the answer is about the model's state).
       const row = cursorRow ? await cursorRow() : null;
+      if (row === "stale") {
+        // The terminal has another size by now: its resize follows (and repaints); until then, nothing.
+        this.#fullRepaint = true;
+        return;
+      }
       if (row !== null) await this.mirror.alignCursorRow(row);
       this.#fullRepaint = true;
       const lines = this.#barLines;

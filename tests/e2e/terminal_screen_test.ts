@@ -208,7 +208,6 @@ test({
         return b.length === 5 && b.every((l) => l.length <= 60) && b[4].startsWith("[o]");
       },
       "the bar at 60 columns",
-      5000,
     );
     const bar = Tmux.bar(s);
     assertEquals(bar.length, 5, s);
