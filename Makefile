@@ -33,7 +33,7 @@ endif
 RUNTIME_LOCK := --lock=$(CURDIR)/runtime.lock --frozen
 
 .PHONY: all deps apt deno run test test-deps bench install clean check fmt hallpass-request verify
-all: deps build/hallpass-launcher build/libhallpass-fastpath.so build/libhallpass-relay.so build/filter.bpf hallpass-request hallpass verify
+all: deps build/hallpass-launcher build/libhallpass-fastpath.so build/libhallpass-relay.so build/libhallpass-start.so build/filter.bpf hallpass-request hallpass verify
 
 # Debian/Ubuntu packages the build and the tests use, installed only when missing; then the pinned Deno.
 deps: apt
@@ -88,6 +88,12 @@ build/libhallpass-relay.so: helper/relay/relay.c
 	gcc -O2 -Wall -Wextra -Werror -shared -fPIC -o $@ $<
 	@strip $@ 2>/dev/null || true
 
+# The start-up's batch calls over many paths (helper/start/start.c, ffi/start.ts): loaded like the fast path.
+build/libhallpass-start.so: helper/start/start.c
+	@mkdir -p build
+	gcc -O2 -Wall -Wextra -Werror -shared -fPIC -o $@ $<
+	@strip $@ 2>/dev/null || true
+
 # hallpass-request: musl-gcc when present, else Docker.
 hallpass-request: helper/hallpass-request/hallpass-request.c
 	@if command -v $(MUSL_CC) >/dev/null 2>&1; then \
@@ -112,8 +118,8 @@ build/js/main.js: helper/bundle/bundle.ts $(SOURCES) build/deps.stamp | deno
 
 # ./hallpass: the compiled single binary where `deno compile` can get its runtime (DENORT_BIN or Deno's
 # download server), otherwise a script that runs the same code with `deno run` (the bundle, or the sources changed since).
-hallpass: build/hallpass-launcher build/libhallpass-fastpath.so build/libhallpass-relay.so build/filter.bpf build/deps.stamp $(DENO) $(SOURCES) build/js/main.js helper/bundle/hallpass.sh.in deno.json runtime.lock
-	@if timeout 120 $(DENO) compile --quiet --allow-all $(RUNTIME_LOCK) --v8-flags=$(V8_FLAGS) --include build/hallpass-launcher --include build/libhallpass-fastpath.so --include build/libhallpass-relay.so --include build/filter.bpf --include build/filter-connect.bpf --include build/syscall-numbers.json --include lib/supervisor/worker.ts $(addprefix --include ,$(LAZY_MODULES)) -o build/hallpass-compiled main.ts >build/compile.log 2>&1 \
+hallpass: build/hallpass-launcher build/libhallpass-fastpath.so build/libhallpass-relay.so build/libhallpass-start.so build/filter.bpf build/deps.stamp $(DENO) $(SOURCES) build/js/main.js helper/bundle/hallpass.sh.in deno.json runtime.lock
+	@if timeout 120 $(DENO) compile --quiet --allow-all $(RUNTIME_LOCK) --v8-flags=$(V8_FLAGS) --include build/hallpass-launcher --include build/libhallpass-fastpath.so --include build/libhallpass-relay.so --include build/libhallpass-start.so --include build/filter.bpf --include build/filter-connect.bpf --include build/syscall-numbers.json --include lib/supervisor/worker.ts $(addprefix --include ,$(LAZY_MODULES)) -o build/hallpass-compiled main.ts >build/compile.log 2>&1 \
 	    && ! build/hallpass-compiled --version 2>&1 | grep -q '^deno '; then \
 	  cp build/hallpass-compiled hallpass; echo "make: ./hallpass is the compiled binary (deno compile)"; \
 	else \

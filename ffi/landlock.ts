@@ -4,6 +4,7 @@
  */
 import { SysError } from "./errors.ts";
 import { close, errno, libc, O, ptrOf, SYS, sys } from "./libc.ts";
+import type { StartLib } from "./start.ts";
 
 export const FS = {
   EXECUTE: 1n << 0n,
@@ -51,7 +52,11 @@ export interface LandlockRuleset {
  * Creates the ruleset; returns its fd (close-on-exec) and the paths that could not be opened (skipped:
  * a path that does not exist yet cannot be in a Landlock rule; the supervisor mediates it instead).
  */
-export function createRuleset(plan: LandlockRuleset, abi: number): { fd: number; skipped: string[] } {
+export function createRuleset(
+  plan: LandlockRuleset,
+  abi: number,
+  packed?: { lib: StartLib; rules: Uint8Array<ArrayBuffer>; count: number },
+): { fd: number; skipped: string[] } {
   const attr = new Uint8Array(128);
   const dv = new DataView(attr.buffer);
   dv.setBigUint64(0, plan.handledFs, true);
@@ -102,6 +107,8 @@ export function createRuleset(plan: LandlockRuleset, abi: number): { fd: number;
         lc.close(pfd);
       }
     }
+    // Rules built by helper/start/start.c (lib/floor/read_floor_fast.ts), added in one call.
+    packed?.lib.addRules(fd, packed.rules, packed.count, plan.handledFs, FILE_RIGHTS);
     for (const { port, access } of plan.ports) {
       const rule = new Uint8Array(128);
       const rv = new DataView(rule.buffer);

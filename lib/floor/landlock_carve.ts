@@ -197,7 +197,9 @@ export function carve(
     const byName = new Map<string, { path: string; withhold: bigint }[]>();
     for (const h of deeper) {
       const n = nextComponent(h.path, path);
-      byName.set(n, [...(byName.get(n) ?? []), h]);
+      const way = byName.get(n);
+      if (way) way.push(h);
+      else byName.set(n, [h]);
     }
     for (const e of entries) {
       if (e.kind === "symlink") continue; // judged where it points

@@ -31,6 +31,8 @@ import { execFloor } from "../floor/exec_floor.ts";
 import { ownTerminals, withTerminalReads } from "../supervisor/other_terminals.ts";
 import { CarveLimitError } from "../floor/landlock_carve.ts";
 import { existingResolver, realCarveFs } from "../floor/carve_fs.ts";
+import { type PackedReadFloor, readFloorFast } from "../floor/read_floor_fast.ts";
+import { StartLib } from "../../ffi/start.ts";
 import { newInCarved, readExitLines, readFloor, readStartLines, treesToMake } from "../floor/read_floor.ts";
 import { refusedInput, RefusedReadsWatch, reportingStatus } from "../floor/refused_reads.ts";
 import type { AskBackend } from "../ask/backend.ts";
@@ -75,6 +77,15 @@ export function fastPathLibrary(): string | null {
 export function relayLibrary(): string | null {
   try {
     return bundledFile("libhallpass-relay.so", 0o644);
+  } catch {
+    return null;
+  }
+}
+
+/** The start-up's batch calls (helper/start/start.c), or null when not built (then one call at a time). */
+export function startLibrary(): string | null {
+  try {
+    return bundledFile("libhallpass-start.so", 0o644);
   } catch {
     return null;
   }
@@ -270,14 +281,13 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     }
   }
   let reads;
+  const start = Deno.env.get("HALLPASS_START_LIB") === "0" ? null : StartLib.open(startLibrary());
   const resolve = existingResolver();
   try {
-    reads = readFloor(
-      withTerminalReads(plan.reads, pty ? [pty.slavePath] : ownTerminals()),
-      plan.project,
-      realCarveFs,
-      resolve,
-    );
+    const protection = withTerminalReads(plan.reads, pty ? [pty.slavePath] : ownTerminals());
+    // In one call of the start-up library when it was built (lib/floor/read_floor_fast.ts); else here.
+    reads = (start && readFloorFast(protection, plan.project, start, resolve)) ||
+      readFloor(protection, plan.project, realCarveFs, resolve);
   } catch (e) {
     if (!(e instanceof CarveLimitError)) throw e;
     throw new HallpassError(
@@ -298,6 +308,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   const ruleset = createRuleset(
     landlockPlan(plan, abi, opts.mediate.connect, noPerson ? execFloor(plan) : undefined, reads),
     abi,
+    start && "packed" in reads ? { lib: start, ...(reads as PackedReadFloor).packed } : undefined,
   );
   // Refused reads are told to hallpass where the kernel lets it read them (lib/floor/refused_reads.ts).
   const reporting = plan.reads.protect.length ? reportingStatus(abi) : null;

@@ -1,0 +1,162 @@
+/**
+ * helper/start/start.c through FFI: the read side of the Landlock ruleset built in one call (the carve of
+ * lib/floor/landlock_carve.ts for the protected paths, and its rules added to the ruleset in a second one),
+ * instead of hundreds of FFI calls and Deno ops and a pass of JavaScript per path. Used when the library was
+ * built; lib/floor/read_floor.ts readFloor stays the reference, and tests/start_lib_test.ts compares the two.
+ */
+import { SysError } from "./errors.ts";
+import { errno } from "./libc.ts";
+
+const SYMBOLS = {
+  // long hp_add_rules(int ruleset, const uint8_t *buf, uint64_t len, uint64_t handled, uint64_t file_rights, uint8_t *skipped)
+  hp_add_rules: { parameters: ["i32", "buffer", "u64", "u64", "u64", "buffer"], result: "i64" },
+  // long hp_read_floor(const uint8_t *in, uint64_t inlen, uint8_t *out, uint64_t outlen)
+  hp_read_floor: { parameters: ["buffer", "u64", "buffer", "u64"], result: "i64" },
+} as const satisfies Deno.ForeignLibraryInterface;
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+/** What hp_read_floor answers (see helper/start/start.c). */
+export interface RawReadFloor {
+  /** The index of each protected path not kept (a builtin one inside the project). */
+  notKept: number[];
+  listed: number;
+  /** How many rules `rules` holds, in hp_add_rules's format (u64 access, u8 1 file / 2 directory, path, NUL). */
+  ruleCount: number;
+  rules: Uint8Array<ArrayBuffer>;
+  /** The carved directories, each with the names it held and their inode numbers (non-directories). */
+  carved: { path: string; names: Map<string, number | undefined> }[];
+  hardLinked: string[];
+  dropped: string[];
+}
+
+/** The packed rules as objects (tests, and the path of a rule the kernel refused). */
+export function unpackRules(rules: Uint8Array): { path: string; access: bigint; dir: boolean }[] {
+  const dv = new DataView(rules.buffer, rules.byteOffset, rules.byteLength);
+  const out = [];
+  for (let o = 0; o < rules.length;) {
+    const access = dv.getBigUint64(o, true);
+    const dir = rules[o + 8] === 2;
+    const end = rules.indexOf(0, o + 9);
+    out.push({ path: dec.decode(rules.subarray(o + 9, end)), access, dir });
+    o = end + 1;
+  }
+  return out;
+}
+
+export class StartLib {
+  private constructor(readonly lib: Deno.DynamicLibrary<typeof SYMBOLS>["symbols"]) {}
+
+  /** The library at `path`, or null when there is none or it cannot be loaded (the callers then go one by one). */
+  static open(path: string | null): StartLib | null {
+    if (path === null) return null;
+    try {
+      return new StartLib(Deno.dlopen(path, SYMBOLS).symbols);
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * The carve of the read side (lib/floor/read_floor.ts readFloor with the given grants: normalised canonical
+   * paths). `protect`: plain absolute paths (no "//", "." or "..", no trailing "/"). Returns `{ limit: dir }`
+   * when more than `maxRules` rules were needed, null when the call failed (the caller carves in TypeScript).
+   */
+  readFloor(
+    o: { right: bigint; fileRights: bigint; maxRules: number; project: string; grants: readonly string[] },
+    protect: readonly { path: string; builtin: boolean }[],
+  ): RawReadFloor | { limit: string } | null {
+    const project = enc.encode(o.project + "\0");
+    const grants = enc.encode(o.grants.map((g) => g + "\0").join(""));
+    // Each protected path behind its flag: 1 builtin, 2 yours. start.c refuses a path that is not plain, and
+    // input whose strings do not add up (a NUL inside a path): null, and the caller carves in TypeScript.
+    const prot = enc.encode(protect.map((p) => (p.builtin ? "\x01" : "\x02") + p.path + "\0").join(""));
+    const input = new Uint8Array(24 + project.length + 4 + grants.length + 4 + prot.length);
+    const iv = new DataView(input.buffer);
+    iv.setBigUint64(0, o.right, true);
+    iv.setBigUint64(8, o.fileRights, true);
+    iv.setBigUint64(16, BigInt(o.maxRules), true);
+    let at = 24;
+    input.set(project, at);
+    at += project.length;
+    iv.setUint32(at, o.grants.length, true);
+    input.set(grants, at + 4);
+    at += 4 + grants.length;
+    iv.setUint32(at, protect.length, true);
+    input.set(prot, at + 4);
+    for (let size = 256 * 1024; size <= 256 * 1024 * 1024; size *= 4) {
+      const out = new Uint8Array(size);
+      const n = Number(this.lib.hp_read_floor(input, BigInt(input.length), out, BigInt(size)));
+      if (n === -1) continue;
+      if (n === -2) return { limit: dec.decode(out.subarray(0, out.indexOf(0))) };
+      if (n < 0) return null;
+      return decodeFloor(out.subarray(0, n));
+    }
+    return null;
+  }
+
+  /**
+   * Adds the packed rules (RawReadFloor.rules) to `ruleset`, each with `access & handled` (`& fileRights` on
+   * a non-directory). A path that cannot be opened is skipped (it is gone: no rule is narrower). Throws
+   * SysError when the kernel refuses a rule.
+   */
+  addRules(
+    ruleset: number,
+    rules: Uint8Array<ArrayBuffer>,
+    count: number,
+    handled: bigint,
+    fileRights: bigint,
+  ): void {
+    const skipped = new Uint8Array(count || 1);
+    const r = Number(
+      this.lib.hp_add_rules(ruleset, rules, BigInt(rules.length), handled, fileRights, skipped),
+    );
+    if (r < 0) {
+      const e = errno();
+      throw new SysError(`landlock_add_rule(${unpackRules(rules)[-r - 1]?.path})`, e);
+    }
+  }
+}
+
+function decodeFloor(out: Uint8Array<ArrayBuffer>): RawReadFloor {
+  const dv = new DataView(out.buffer, out.byteOffset, out.byteLength);
+  let o = 0;
+  const u32 = () => {
+    o += 4;
+    return dv.getUint32(o - 4, true);
+  };
+  const notKept: number[] = [];
+  for (let k = u32(); k > 0; k--) notKept.push(u32());
+  const listed = u32();
+  const ruleCount = u32();
+  const bytes = Number(dv.getBigUint64(o, true));
+  o += 8;
+  const rules = out.slice(o, o + bytes);
+  o += bytes;
+  // The binary part first (counts, inode numbers), then every string, decoded at once.
+  const entries: { hasIno: boolean; ino: number }[][] = [];
+  for (let k = u32(); k > 0; k--) {
+    const dir = [];
+    for (let e = u32(); e > 0; e--) {
+      dir.push({ hasIno: out[o] === 1, ino: Number(dv.getBigUint64(o + 1, true)) });
+      o += 9;
+    }
+    entries.push(dir);
+  }
+  const nHard = u32();
+  const nDropped = u32();
+  const strBytes = Number(dv.getBigUint64(o, true));
+  o += 8;
+  const strs = dec.decode(out.subarray(o, o + strBytes)).split("\0");
+  let s = 0;
+  const carved = entries.map((dir) => {
+    const path = strs[s++];
+    const names = new Map<string, number | undefined>();
+    for (const e of dir) names.set(strs[s++], e.hasIno ? e.ino : undefined);
+    return { path, names };
+  });
+  const hardLinked = strs.slice(s, s + nHard);
+  const dropped = strs.slice(s + nHard, s + nHard + nDropped);
+  return { notKept, listed, ruleCount, rules, carved, hardLinked, dropped };
+}

@@ -1,0 +1,54 @@
+/**
+ * lib/floor/read_floor.ts readFloor in one call of helper/start/start.c (ffi/start.ts): the same carve of the
+ * same protections over the same file system, with its rules kept packed for the ruleset (ffi/landlock.ts
+ * createRuleset) instead of built as objects. Start-up's largest piece of JavaScript was that carve: a pass per
+ * protected path (~300 as root: every home's credential locations) for resolving, aliasing, carving and the
+ * rules. readFloor stays the reference (`hallpass rules`, and whenever this one cannot answer);
+ * tests/start_lib_test.ts compares the two.
+ *
+ * @module
+ */
+import { FILE_RIGHTS, FS } from "../../ffi/landlock.ts";
+import type { StartLib } from "../../ffi/start.ts";
+import type { ReadProtection } from "../policy/secrets.ts";
+import { CarveLimitError, normalise } from "./landlock_carve.ts";
+import type { ReadFloor } from "./read_floor.ts";
+
+/** A ReadFloor whose rules are packed (`rules` is empty): ffi/start.ts StartLib.addRules adds them. */
+export interface PackedReadFloor extends ReadFloor {
+  packed: { rules: Uint8Array<ArrayBuffer>; count: number };
+}
+
+/**
+ * readFloor's answer through the library, or null when it cannot give it (a protected path that is not plain:
+ * with "//", "." or "..", or a trailing "/"; the call failed): the caller then runs readFloor. Throws
+ * CarveLimitError as readFloor does.
+ */
+export function readFloorFast(
+  reads: ReadProtection,
+  project: string,
+  lib: StartLib,
+  resolve: (p: string) => string,
+): PackedReadFloor | null {
+  const protect = reads.protect;
+  const grants = ["/", project, ...reads.readable.map((r) => resolve(r.path))].map(normalise);
+  const maxRules = 20000; // lib/floor/landlock_carve.ts's default
+  const r = lib.readFloor(
+    { right: FS.READ_FILE, fileRights: FILE_RIGHTS, maxRules, project, grants },
+    protect.map((p) => ({ path: p.path, builtin: p.source.kind === "builtin" })),
+  );
+  if (r === null) return null;
+  if ("limit" in r) throw new CarveLimitError(maxRules, r.limit);
+  const byPath = <T extends { path: string }>(a: T, b: T) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+  const carved = r.carved.sort(byPath);
+  return {
+    rules: [],
+    packed: { rules: r.rules, count: r.ruleCount },
+    carved: carved.map((c) => ({ path: c.path, missing: FS.READ_FILE })),
+    listed: r.listed,
+    hardLinked: [...new Set(r.hardLinked)].sort(),
+    dropped: [...new Set(r.dropped)].sort(),
+    before: new Map(carved.map((c) => [c.path, c.names])),
+    inProject: r.notKept.map((i) => protect[i].path),
+  };
+}
