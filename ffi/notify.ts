@@ -66,7 +66,8 @@ export class NotifyFd {
   readonly #rrv = new DataView(this.#riov.buffer);
   readonly #lv = new DataView(this.#liov.buffer);
 
-  #transient = 0;
+  readonly #pfd = new Uint8Array(8);
+  readonly #pv = new DataView(this.#pfd.buffer);
 
   constructor(fd: number) {
     this.#fd = fd;
@@ -84,20 +85,29 @@ export class NotifyFd {
   }
 
   /**
-   * Receives one notification; null when it vanished (the thread died: ENOENT), was interrupted (EINTR) or
-   * the call failed with EAGAIN. EAGAIN is not an answer the kernel documents for this call; it is what errno
-   * can read when the runtime's own futex wait on this thread overwrote it. All three are retried, and only a long run of them
-   * (a listener that really is broken) is an error.
+   * Receives one notification; null when there is none to take: the thread died (ENOENT), the call was
+   * interrupted (EINTR), errno read EAGAIN (not an answer the kernel documents for this call; what errno
+   * can read when the runtime's own futex wait on this thread overwrote it) — or every sandboxed process is
+   * gone: the kernel then answers ENOENT at once, every time, so a caller seeing null asks `hungUp()` before
+   * receiving again, or it would spin.
    */
   recv(): Notification | null {
     this.#notif.fill(0, 0, NOTIF_SIZE);
     if (libc().ioctl_p(this.#fd, IOCTL.RECV, this.#notif) < 0) {
       const e = errno();
-      if ((e === 2 || e === 4 || e === 11) && ++this.#transient < 10_000) return null;
+      if (e === 2 || e === 4 || e === 11) return null;
       throw new SysError("SECCOMP_IOCTL_NOTIF_RECV", e);
     }
-    this.#transient = 0;
     return decodeNotification(this.#nv);
+  }
+
+  /** True when every process of the filter is gone (the listener polls POLLHUP): no notification can come. */
+  hungUp(): boolean {
+    this.#pfd.fill(0);
+    this.#pv.setInt32(0, this.#fd, true);
+    this.#pv.setInt16(4, 1, /* POLLIN */ true);
+    if (Number(libc().poll(this.#pfd, 1n, 0)) <= 0) return false;
+    return (this.#pv.getInt16(6, true) & (0x10 | 0x08 | 0x20) /* POLLHUP | POLLERR | POLLNVAL */) !== 0;
   }
 
   /** A notification received elsewhere (the fast path), in a struct seccomp_notif buffer. */

@@ -1618,7 +1618,13 @@ int hp_fast_serve(void *p, int listener, int wakefd, void *out, int out_size, in
 		recv:
 			memset(out, 0, (size_t)out_size);
 			if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, out) < 0) {
-				if (errno == ENOENT || errno == EINTR) continue; /* the thread died or was interrupted */
+				if (errno == ENOENT || errno == EINTR) {
+					/* the thread died or was interrupted — or every sandboxed process is gone: RECV then
+					 * fails with ENOENT at once, every time, so look before receiving again */
+					struct pollfd q = {.fd = listener, .events = POLLIN};
+					if (poll(&q, 1, 0) > 0 && (q.revents & (POLLHUP | POLLERR | POLLNVAL))) return 2;
+					continue;
+				}
 				return -errno;
 			}
 			struct seccomp_notif *n = out;

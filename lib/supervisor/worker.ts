@@ -167,6 +167,10 @@ async function main(t: WorkerThread): Promise<void> {
         // Nothing pending: only a notification can matter now. Wait for it in RECV itself.
         const n = nfd.recv();
         if (n) t.handle(m, n);
+        else if (nfd.hungUp()) {
+          listenerOpen = false; // every sandboxed process is gone: RECV would fail at once, forever
+          dirty = true;
+        }
         continue;
       }
     }
@@ -192,6 +196,10 @@ async function main(t: WorkerThread): Promise<void> {
         if (ev & 1 /* POLLIN */) {
           const n = nfd.recv();
           if (n) t.handle(m, n);
+          else if (nfd.hungUp()) {
+            listenerOpen = false;
+            dirty = true;
+          }
         } else if (ev & (0x10 | 0x08) /* POLLHUP | POLLERR */) {
           listenerOpen = false; // every sandboxed process is gone
           dirty = true;
