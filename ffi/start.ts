@@ -29,6 +29,8 @@ export interface RawReadFloor {
   carved: { path: string; names: Map<string, number | undefined> }[];
   hardLinked: string[];
   dropped: string[];
+  /** Each protected path (its index) whose canonical form (lib/floor/carve_fs.ts resolveExisting) differs. */
+  real: { index: number; path: string }[];
 }
 
 /** The packed rules as objects (tests, and the path of a rule the kernel refused). */
@@ -146,6 +148,8 @@ function decodeFloor(out: Uint8Array<ArrayBuffer>): RawReadFloor {
   }
   const nHard = u32();
   const nDropped = u32();
+  const aliasOf: number[] = [];
+  for (let k = u32(); k > 0; k--) aliasOf.push(u32());
   const strBytes = Number(dv.getBigUint64(o, true));
   o += 8;
   const strs = dec.decode(out.subarray(o, o + strBytes)).split("\0");
@@ -158,5 +162,7 @@ function decodeFloor(out: Uint8Array<ArrayBuffer>): RawReadFloor {
   });
   const hardLinked = strs.slice(s, s + nHard);
   const dropped = strs.slice(s + nHard, s + nHard + nDropped);
-  return { notKept, listed, ruleCount, rules, carved, hardLinked, dropped };
+  s += nHard + nDropped;
+  const real = aliasOf.map((index) => ({ index, path: strs[s++] }));
+  return { notKept, listed, ruleCount, rules, carved, hardLinked, dropped, real };
 }

@@ -54,6 +54,11 @@ function same(reads: ReadProtection, project: string): ReturnType<typeof normal>
     const fast = readFloorFast(reads, project, lib!, existingResolver());
     assert.ok(fast !== null, "the library answered");
     const c = normal(fast);
+    // The canonical forms it hands the refused-reads watch (lib/floor/refused_reads.ts refusedInput).
+    const resolve = existingResolver();
+    const real = reads.protect.map((p) => `${p.path} ${fast.real(p.path) === resolve(p.path)}`);
+    assert.deepEqual(real, reads.protect.map((p) => `${p.path} true`));
+    assert.equal(fast.real("/not/a/protected/path"), undefined);
     if (JSON.stringify(ts) === JSON.stringify(c)) return ts;
     last = `${JSON.stringify(ts)}\n!==\n${JSON.stringify(c)}`;
   }

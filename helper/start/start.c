@@ -469,9 +469,10 @@ static const char *take_str(const uint8_t **p, const uint8_t *end)
  * and NUL; u32 protected paths, each u8 1 (builtin) or 2 (yours) and a plain absolute path, NUL. Writes to
  * `out` (`outlen`): u32 count and u32 index of each protected path not kept (a builtin one inside the
  * project); u32 directories listed; u32 rules and u64 their bytes, in hp_add_rules's format; u32 carved
- * directories, each u32 entries, each u8 has_ino and u64 ino; u32 hard-linked paths; u32 dropped holes; u64
- * bytes of NUL-terminated strings: each carved directory and its entries' names, the hard-linked paths, the
- * dropped holes. Returns the bytes written; -1 when `out` is too small or memory ran out, -2 when more than
+ * directories, each u32 entries, each u8 has_ino and u64 ino; u32 hard-linked paths; u32 dropped holes; u32
+ * count and u32 index of each protected path whose canonical form differs; u64 bytes of NUL-terminated
+ * strings: each carved directory and its entries' names, the hard-linked paths, the dropped holes, those
+ * canonical forms. Returns the bytes written; -1 when `out` is too small or memory ran out, -2 when more than
  * max rules were needed (`out` then holds the directory being carved, NUL-terminated), -3 on input it does
  * not take (a path that is not plain, a NUL inside a path: the caller carves in TypeScript).
  */
@@ -504,8 +505,8 @@ long hp_read_floor(const uint8_t *in, uint64_t inlen, uint8_t *out, uint64_t out
 	}
 	memcpy(&nprot, p, 4);
 	p += 4;
-	struct buf head = {0}, notkept = {0};
-	uint32_t nnotkept = 0;
+	struct buf head = {0}, notkept = {0}, aliases = {0}, alias_strs = {0};
+	uint32_t nnotkept = 0, naliases = 0;
 	f.holes = calloc(2 * (size_t)nprot + 1, sizeof *f.holes);
 	struct strset holeset = {0};
 	size_t cap = 64;
@@ -551,6 +552,11 @@ long hp_read_floor(const uint8_t *in, uint64_t inlen, uint8_t *out, uint64_t out
 		else snprintf(resolved, sizeof resolved, "%s%s", canon, path + h);
 		int inside = strncmp(resolved, project, inside_len) == 0 &&
 			     (resolved[inside_len] == 0 || resolved[inside_len] == '/');
+		if (strcmp(path, resolved) != 0) { /* where it really is, for the caller's resolver */
+			put_u32(&aliases, i);
+			put_str(&alias_strs, resolved);
+			naliases++;
+		}
 		if (flag == 1 && inside) { /* a builtin one inside the project: not kept */
 			put_u32(&notkept, i);
 			nnotkept++;
@@ -600,7 +606,7 @@ long hp_read_floor(const uint8_t *in, uint64_t inlen, uint8_t *out, uint64_t out
 		}
 		goto done;
 	}
-	if (f.oom || notkept.failed || f.rules_out.failed || f.carved_out.failed || f.carved_strs.failed ||
+	if (f.oom || notkept.failed || aliases.failed || alias_strs.failed || f.rules_out.failed || f.carved_out.failed || f.carved_strs.failed ||
 	    f.hard_strs.failed || f.dropped_strs.failed) {
 		rc = -1;
 		goto done;
@@ -615,10 +621,13 @@ long hp_read_floor(const uint8_t *in, uint64_t inlen, uint8_t *out, uint64_t out
 	put_bytes(&head, f.carved_out.p, f.carved_out.n);
 	put_u32(&head, f.nhard);
 	put_u32(&head, f.ndropped);
-	put_u64(&head, f.carved_strs.n + f.hard_strs.n + f.dropped_strs.n);
+	put_u32(&head, naliases);
+	put_bytes(&head, aliases.p, aliases.n);
+	put_u64(&head, f.carved_strs.n + f.hard_strs.n + f.dropped_strs.n + alias_strs.n);
 	put_bytes(&head, f.carved_strs.p, f.carved_strs.n);
 	put_bytes(&head, f.hard_strs.p, f.hard_strs.n);
 	put_bytes(&head, f.dropped_strs.p, f.dropped_strs.n);
+	put_bytes(&head, alias_strs.p, alias_strs.n);
 	if (head.failed || head.n > outlen) rc = -1;
 	else {
 		memcpy(out, head.p, head.n);
@@ -629,6 +638,8 @@ done:
 	free(head.p);
 	free(f.rules_out.p);
 	free(notkept.p);
+	free(aliases.p);
+	free(alias_strs.p);
 	free(f.carved_out.p);
 	free(f.carved_strs.p);
 	free(f.hard_strs.p);

@@ -17,6 +17,12 @@ import type { ReadFloor } from "./read_floor.ts";
 /** A ReadFloor whose rules are packed (`rules` is empty): ffi/start.ts StartLib.addRules adds them. */
 export interface PackedReadFloor extends ReadFloor {
   packed: { rules: Uint8Array<ArrayBuffer>; count: number };
+  /**
+   * The canonical form (lib/floor/carve_fs.ts resolveExisting) of a protected path as start.c found it, or
+   * undefined for another path: what the refused-reads watch asks of every protection, answered without a
+   * realpath each.
+   */
+  real(path: string): string | undefined;
 }
 
 /**
@@ -41,6 +47,7 @@ export function readFloorFast(
   if ("limit" in r) throw new CarveLimitError(maxRules, r.limit);
   const byPath = <T extends { path: string }>(a: T, b: T) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
   const carved = r.carved.sort(byPath);
+  let known: Map<string, string> | null = null;
   return {
     rules: [],
     packed: { rules: r.rules, count: r.ruleCount },
@@ -50,5 +57,12 @@ export function readFloorFast(
     dropped: [...new Set(r.dropped)].sort(),
     before: new Map(carved.map((c) => [c.path, c.names])),
     inProject: r.notKept.map((i) => protect[i].path),
+    real(path) {
+      known ??= new Map([
+        ...protect.map((p): [string, string] => [p.path, p.path]),
+        ...r.real.map((a): [string, string] => [protect[a.index].path, a.path]),
+      ]);
+      return known.get(path);
+    },
   };
 }

@@ -316,7 +316,13 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     ? new RefusedReadsWatch(
       reporting.reader,
       reporting.audit,
-      refusedInput(plan.reads, reads.before.keys(), resolve, plan.home, Deno.realPathSync(launcherPath())),
+      refusedInput(
+        plan.reads,
+        reads.before.keys(),
+        "real" in reads ? (p) => (reads as PackedReadFloor).real(p) ?? resolve(p) : resolve,
+        plan.home,
+        Deno.realPathSync(launcherPath()),
+      ),
     )
     : null;
   const bpf = await filterFd(opts);
