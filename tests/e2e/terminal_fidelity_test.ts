@@ -354,18 +354,23 @@ test({
   name: "text typed while the command runs and never read by it goes to the shell after, as bare",
   ignore: [ignore, tiocsti],
 }, async () => {
+  // The command says it runs (a file it makes: under hallpass its exec was decided, so hallpass has the terminal),
+  // then waits, never reading, until the test has seen the typed line echoed; then it exits. No timing: a `sleep`
+  // found with pgrep could be another test's, and a fixed one could end before the keys arrive.
+  const cmd = `sh -c 'touch running; while [ ! -e done ]; do sleep 0.05; done'`;
   const echoes: number[] = [];
-  for (
-    const [what, cmd] of [["bare", "sh -c 'sleep 1.5'"], ["hallpass", `${HALLPASS} -q -- sh -c 'sleep 1.5'`]]
-  ) {
+  for (const [what, run] of [["bare", cmd], ["hallpass", `${HALLPASS} -q -- ${cmd}`]]) {
     const marker = `${what}-${Deno.pid}`;
     await withPane(
-      { script: `touch "$DIR/started"; ${cmd}; IFS= read -r line; echo "got:$line"` },
+      { script: `${run}; IFS= read -r line; echo "got:$line"` },
       async (t) => {
-        await t.waitFile(`${t.dir}/started`);
-        await until(() => running("sleep 1.5"), "the command");
+        await t.waitFile(`${t.dir}/project/running`);
         await t.type(`typed ${marker}`);
         await t.keys("Enter");
+        // The Enter echoed too (the cursor below the line): every key reached the command's terminal.
+        const row = (await t.waitText(`typed ${marker}`)).split("\n").findIndex((l) => l.includes(marker));
+        await until(async () => Number((await t.cursor()).split(",")[1]) > row, "the Enter echoed");
+        await Deno.writeTextFile(`${t.dir}/project/done`, "");
         const s = await t.waitText(`got:typed ${marker}`);
         // Echoed once, as bare: by the command's terminal while it ran, not again when handed back.
         echoes.push(s.split("\n").filter((l) => l === `typed ${marker}`).length);
