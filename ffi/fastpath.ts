@@ -33,7 +33,15 @@ export interface FastRoots {
   /** Connects are not mediated: IP connects and addressed sends are performed by the fast path. */
   netDirect?: boolean;
   /** Where writes outside the floor are performed by the fast path (fast_roots.ts fastPerformRegion). */
-  perform?: { roots: string[]; tree: string[]; exact: string[]; children: string[]; newNames: string[] };
+  perform?: {
+    roots: string[];
+    tree: string[];
+    exact: string[];
+    children: string[];
+    newNames: string[];
+    /** The project: a rename into it from outside is never performed here (lib/supervisor/moved_in.ts). */
+    project?: string;
+  };
 }
 
 /**
@@ -80,18 +88,19 @@ export class FastPath {
    */
   setRoots(roots: FastRoots): void {
     const p = roots.perform;
-    // LIST_WRITE, LIST_EXEC, LIST_FILES, LIST_PERFORM, LIST_EXCEPT (each exception prefixed by its kind).
+    // LIST_WRITE, LIST_EXEC, LIST_FILES, LIST_PERFORM, LIST_EXCEPT (each exception prefixed by its kind),
+    // LIST_PROJECT.
     const lists = [roots.write, roots.exec, roots.files, p?.roots ?? [], [
       ...(p?.tree ?? []).map((x) => "T" + x),
       ...(p?.exact ?? []).map((x) => "E" + x),
       ...(p?.children ?? []).map((x) => "C" + x),
       ...(p?.newNames ?? []).map((x) => "N" + x),
-    ]];
+    ], p?.project ? [p.project] : []];
     const key = lists.map((l) => l.join("\0")).join("\0\0") + (roots.netDirect ? "\0\0\0net" : "");
     if (key === this.#roots) return;
     let ok = true;
     // The exceptions before the roots: a region is never without its exceptions.
-    for (const which of [0, 1, 2, 4, 3]) {
+    for (const which of [0, 1, 2, 4, 5, 3]) {
       const l = lists[which];
       const bytes = new TextEncoder().encode(l.map((r) => r + "\0").join(""));
       const buf = new Uint8Array(Math.max(128, bytes.length));
@@ -101,7 +110,7 @@ export class FastPath {
     }
     if (!ok) {
       const none = new Uint8Array(128);
-      for (const which of [3, 0, 1, 2, 4]) this.#lib.symbols.hp_fast_set_list(this.#h, which, none, 0);
+      for (const which of [3, 0, 1, 2, 4, 5]) this.#lib.symbols.hp_fast_set_list(this.#h, which, none, 0);
     }
     this.#lib.symbols.hp_fast_set_net(this.#h, ok && roots.netDirect ? (this.#waits ? 2 : 1) : 0);
     this.#active = ok && [roots.write, roots.exec, roots.files, p?.roots ?? []].some((l) => l.length > 0);

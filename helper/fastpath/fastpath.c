@@ -104,6 +104,7 @@ struct hp_fast {
 	struct roots exec;  /* trees whose programs run without asking */
 	struct roots files; /* floor entries that are single files (/dev/null...): opens of them continued */
 	struct roots perform; /* trees whose writes (outside the floor) are performed here: see perform_ok() */
+	struct roots project; /* the project: no rename into it from outside is performed here (perform_write) */
 	struct except except; /* where in those trees the mediator decides (complete, or `bad`: none performed) */
 	struct {
 		char path[DIR_PATH_MAX]; /* longer directories are checked every time */
@@ -161,6 +162,7 @@ struct hp_fast {
 	int rd_len;
 	char rd_buf[PATH_MAX_BYTES + 1];
 	int walk_err; /* in_floor_at(): the directory of a path in the floor or perform region is not there */
+	int end_in_project; /* in_floor_at(): the last path read lies in the project (h->project) */
 	char rec_path[2][PATH_MAX_BYTES + 1];
 };
 
@@ -288,6 +290,7 @@ void hp_fast_free(void *p) {
 	clear_list(&h->exec);
 	clear_list(&h->files);
 	clear_list(&h->perform);
+	clear_list(&h->project);
 	clear_except(&h->except);
 	if (h->pidfd >= 0) close(h->pidfd);
 	if (h->last_dfd >= 0) close(h->last_dfd);
@@ -303,7 +306,7 @@ void hp_fast_free(void *p) {
 	free(h);
 }
 
-enum { LIST_WRITE = 0, LIST_EXEC = 1, LIST_FILES = 2, LIST_PERFORM = 3, LIST_EXCEPT = 4 };
+enum { LIST_WRITE = 0, LIST_EXEC = 1, LIST_FILES = 2, LIST_PERFORM = 3, LIST_EXCEPT = 4, LIST_PROJECT = 5 };
 
 /*
  * Sets one list (LIST_*): canonical absolute paths, each NUL-terminated, `len` bytes in all; none hands those
@@ -316,6 +319,7 @@ int hp_fast_set_list(void *p, int which, const char *paths, int len) {
 	                  : which == LIST_EXEC    ? &h->exec
 	                  : which == LIST_FILES   ? &h->files
 	                  : which == LIST_PERFORM ? &h->perform
+	                  : which == LIST_PROJECT ? &h->project
 	                                          : NULL;
 	if (!r) return -EINVAL;
 	clear_list(r);
@@ -554,6 +558,7 @@ static int in_floor_at(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, i
 	if (strcmp(full, "/dev/stdin") == 0 || strcmp(full, "/dev/stdout") == 0 || strcmp(full, "/dev/stderr") == 0)
 		return 0;
 	rec_note(h, full, len);
+	h->end_in_project = in_list(&h->project, full, len);
 	if (contents && !dfd_out && is_file_entry(h, full, len)) {
 		/* A floor file itself (/dev/null): its contents may be written if this very path names it. */
 		struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
@@ -1024,11 +1029,18 @@ static int perform_write(struct hp_fast *h, int listener, const struct seccomp_n
 		if (dfd >= 0) close(dfd);
 		return 0;
 	}
+	int from_in = h->end_in_project;
 	if (kind == P_RENAME &&
 	    in_floor_at(h, tid, dirfd2, path2, 0, 0, &dfd2, name2, IN_PERFORM | IN_NAMES) != IN_PERFORM) {
 		close(dfd);
 		if (dfd2 >= 0) close(dfd2);
 		return h->walk_err ? walk_error(h, listener, n, h->walk_err) : 0;
+	}
+	/* Into the project from outside it (or no project given): the mediator refuses it (lib/supervisor/moved_in.ts) */
+	if (kind == P_RENAME && (h->project.n == 0 || (!from_in && h->end_in_project))) {
+		close(dfd);
+		close(dfd2);
+		return 0;
 	}
 	/* Act only for a call still waiting: this also proves the thread's id named the caller all along. */
 	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) {

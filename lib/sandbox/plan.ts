@@ -508,11 +508,15 @@ export function landlockPlan(
     // the supervisor performs the allowed ones on the program's socket.
     handledNet: mediateConnect && abi >= 4 ? NET.CONNECT_TCP : 0n,
     scoped,
-    // A carved entry is opened where it is, never through a symlink (ffi/landlock.ts `dir`).
+    // A carved entry is opened where it is, never through a symlink (ffi/landlock.ts `dir`). Floor entries
+    // outside the project lack MAKE_BLOCK (no call may make a block device anyway: privileged_bits.ts), so the
+    // kernel refuses to move a directory from there into the project (EXDEV: Landlock's rename may not gain a
+    // right), a repository prepared outside whose old hooks the exit check would not see as new
+    // (lib/sandbox/nested_repos.ts, lib/supervisor/moved_in.ts).
     paths: [
       ...plan.floor.map((f) => ({
         path: f.path,
-        access: write,
+        access: inProject(plan.project, f.path) ? write : write & ~FS.MAKE_BLOCK,
         ...(f.nofollow ? { dir: f.kind === "tree" } : {}),
       })),
       ...exec,
@@ -520,4 +524,8 @@ export function landlockPlan(
     ],
     ports: [],
   };
+}
+
+function inProject(project: string, path: string): boolean {
+  return project === "/" || path === project || path.startsWith(project + "/");
 }

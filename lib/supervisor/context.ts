@@ -53,6 +53,7 @@ export class Context {
       protected: cfg.protected ?? [],
       allowPrivileged: cfg.allowPrivilegedFiles === true,
       container: cfg.container !== undefined,
+      project: cfg.container ? undefined : cfg.project, // the exit check's project (moved_in.ts)
       readProtected: cfg.readProtected,
       mediate: cfg.mediate,
       look: {

@@ -21,6 +21,8 @@ import { isLoopback, netVerdict } from "../policy/socket_policy.ts";
 import type { NetKind } from "./connect.ts";
 import type { BindRequest, End, ExecRequest, ReadRequest, Request, WriteRequest } from "./decode.ts";
 import { ANOTHER_TERMINAL, isPtyPath, isTerminalPath } from "./other_terminals.ts";
+import { movesIntoProject } from "./moved_in.ts";
+import { Errno } from "../../ffi/errors.ts";
 
 /**
  * floor: allowed, and Landlock lets the sandbox make it itself (a CONTINUE is safe for a call it covers);
@@ -164,6 +166,8 @@ export interface DecideContext extends WriteContext {
   allowPrivileged: boolean;
   /** `hallpass agent`: paths are the container's. */
   container: boolean;
+  /** The project (canonical): nothing is renamed into it from outside by the supervisor (moved_in.ts). */
+  project?: string;
   /** Read-protected paths (lib/policy/secrets.ts): a rename or link may not carry one to another name. */
   readProtected?: { protect: readonly string[]; readable: readonly string[] };
   mediate: { exec: boolean; connect: boolean };
@@ -266,6 +270,8 @@ export function decideWrite(req: WriteRequest, ctx: DecideContext): Decision {
   let d: Decision;
   if (w === "continue") return CONTINUE;
   if (w === "deny") return { answer: "deny", shown: shownEnds(ends) };
+  // Nothing is renamed into the project from outside it here (Landlock refuses a directory to a continued call).
+  if (movesIntoProject(c.kind, req.atFlags, ends, ctx.project)) return { answer: "fail", errno: Errno.EXDEV };
   if (w === "perform") return { answer: "perform", by: "rule" };
   if (c.kind === "open" && (req.flags & O_TMPFILE) === O_TMPFILE) {
     // An unnamed temporary file (O_TMPFILE; SQLite's and Rust's temp files in /tmp, /var/tmp): no name appears

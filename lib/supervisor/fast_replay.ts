@@ -47,6 +47,8 @@ export interface RecordedContext {
   allowPrivilegedFiles?: boolean;
   /** Read-protected paths (lib/policy/secrets.ts): a rename or link may not carry one. */
   readProtected?: { protect: string[]; readable: string[] };
+  /** The project: nothing is renamed into it from outside (moved_in.ts). */
+  project?: string;
 }
 
 /** Appends the context to $HALLPASS_FASTPATH_RECORD, when set (a test's switch; nothing otherwise). */
@@ -65,6 +67,7 @@ export function recordContext(c: RecordedContext): void {
     mediate: c.mediate,
     allowPrivilegedFiles: c.allowPrivilegedFiles,
     readProtected: c.readProtected,
+    project: c.project,
   };
   try {
     const f = Deno.openSync(file, { append: true, create: true, mode: 0o600 });
@@ -106,6 +109,7 @@ function decider(c: RecordedContext): DecideContext {
     allowPrivileged: c.allowPrivilegedFiles === true,
     container: false, // the fast path never runs in a container (context.ts fastRoots)
     readProtected: c.readProtected,
+    project: c.project,
     mediate: c.mediate,
     look: REPLAY_LOOK,
   };

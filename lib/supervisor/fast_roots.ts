@@ -113,6 +113,8 @@ export interface PerformRegion {
   exact: string[];
   children: string[];
   newNames: string[];
+  /** The project: a rename into it from outside is never performed by the fast path (moved_in.ts). */
+  project?: string;
 }
 
 /** What besides the policy and the floor decides a write the mediator performs (its session config). */
@@ -123,6 +125,8 @@ export interface PerformContext {
   readProtect?: readonly string[];
   /** Directories whose new entries cannot be read back: the mediator says so (lib/floor/read_floor.ts). */
   readCarved?: Iterable<string>;
+  /** The project: a rename into it from outside is the mediator's (moved_in.ts). */
+  project?: string;
 }
 
 /** The perform context of a session's config (lib/supervisor/session_config.ts). */
@@ -130,11 +134,13 @@ export function performContext(cfg: {
   protected?: readonly ProtectedPath[];
   readProtected?: { protect: readonly string[] };
   readCarved?: ReadonlyMap<string, unknown>;
+  project?: string;
 }): PerformContext {
   return {
     protected: cfg.protected,
     readProtect: cfg.readProtected?.protect,
     readCarved: cfg.readCarved?.keys(),
+    project: cfg.project,
   };
 }
 
@@ -180,6 +186,7 @@ export function fastPerformRegion(
     exact: [...exact],
     children: [...children],
     newNames: [...newNames],
+    ...(ctx.project !== undefined ? { project: ctx.project } : {}),
   };
 }
 
