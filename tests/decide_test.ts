@@ -588,3 +588,22 @@ Deno.test("decideAnswered: once grants what was shown; a scope that leaves an en
   // a bind (no write call): performed
   assert.equal(show(decideAnswered(c, null, [e("/q/s.sock")], false, true, 1)), "perform (answer)");
 });
+
+Deno.test("decide(write): nothing is renamed into the project from outside it where the supervisor performs it", () => {
+  const table: [string, WriteRequest, string][] = [
+    ["/p", wreq("renameat2", ["/q/a", "/q/b"]), "continue"], // outside, both ends
+    ["/q", wreq("renameat2", ["/q/a", "/q/b"]), "continue"], // inside, both ends
+    ["/p", wreq("renameat2", ["/q/a", "/p/a"]), "fail 18"], // in from the floor (/p is performed)
+    ["/q", wreq("renameat2", ["/out/ok", "/q/x"]), "fail 18"], // in from a rule's path outside the floor
+    ["/q", wreq("renameat2", ["/out/src", "/q/y"]), "fail 18"], // would have asked: refused without a question
+    ["/p", wreq("renameat2", ["/p/a", "/q/b"]), "perform (rule)"], // out of the project
+    ["/p", wreq("renameat2", ["/p/a", "/q/b"], { atFlags: 2 }), "fail 18"], // RENAME_EXCHANGE moves /q/b in
+    ["/p", wreq("renameat2", ["/q/a", "/p/secret/k"]), "deny: /q/a → /p/secret/k"], // a deny still wins
+    ["/p", wreq("linkat", ["/q/a", "/p/l"]), "perform (rule)"], // a link sets the file's ctime: the exit check's
+    // Landlock decides a continued rename (a directory moved in gains a right: EXDEV; lib/sandbox/plan.ts).
+    ["/q/in", wreq("renameat2", ["/q/a", "/q/in/a"]), "continue"],
+  ];
+  for (const [project, req, want] of table) {
+    assert.equal(show(decide(req, dctx({ project }))), want, `${project}: ${req.ends.map((e) => e.path)}`);
+  }
+});
