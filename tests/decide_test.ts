@@ -595,7 +595,7 @@ Deno.test("decide(write): nothing is renamed into the project from outside it wh
     ["/q", wreq("renameat2", ["/q/a", "/q/b"]), "continue"], // inside, both ends
     ["/p", wreq("renameat2", ["/q/a", "/p/a"]), "fail 18"], // in from the floor (/p is performed)
     ["/q", wreq("renameat2", ["/out/ok", "/q/x"]), "fail 18"], // in from a rule's path outside the floor
-    ["/q", wreq("renameat2", ["/out/src", "/q/y"]), "fail 18"], // would have asked: refused without a question
+    ["/q", wreq("renameat2", ["/out/src", "/q/y"]), "ask /out/src"], // asked first (EACCES under --no-ask)...
     ["/p", wreq("renameat2", ["/p/a", "/q/b"]), "perform (rule)"], // out of the project
     ["/p", wreq("renameat2", ["/p/a", "/q/b"], { atFlags: 2 }), "fail 18"], // RENAME_EXCHANGE moves /q/b in
     ["/p", wreq("renameat2", ["/q/a", "/p/secret/k"]), "deny: /q/a → /p/secret/k"], // a deny still wins
@@ -606,4 +606,13 @@ Deno.test("decide(write): nothing is renamed into the project from outside it wh
   for (const [project, req, want] of table) {
     assert.equal(show(decide(req, dctx({ project }))), want, `${project}: ${req.ends.map((e) => e.path)}`);
   }
+  // ...and refused once allowed; a continued one is Landlock's.
+  const answered = (paths: string[], atFlags = 0) => {
+    const r = wreq("renameat2", paths);
+    return show(decideAnswered(dctx({ project: "/q" }), r.call, r.ends, false, true, 1, atFlags));
+  };
+  assert.equal(answered(["/out/src", "/q/y"]), "fail 18");
+  assert.equal(answered(["/q/y", "/out/src"]), "perform (answer)");
+  assert.equal(answered(["/q/y", "/out/src"], 2), "fail 18");
+  assert.equal(answered(["/q/a", "/q/b"]), "continue");
 });

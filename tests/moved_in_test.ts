@@ -23,7 +23,11 @@ Deno.test("movesIntoProject: a source outside and a destination inside, or both 
     ["rename", 0, "/z/a", "/p/b", "/", false], // the project is "/": nothing is outside
   ];
   for (const [kind, flags, from, to, project, want] of table) {
-    assert.equal(movesIntoProject(kind, flags, ends(from, to), project), want, `${kind} ${from} ${to} ${flags}`);
+    assert.equal(
+      movesIntoProject(kind, flags, ends(from, to), project),
+      want,
+      `${kind} ${from} ${to} ${flags}`,
+    );
   }
 });
 

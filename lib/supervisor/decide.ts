@@ -270,9 +270,7 @@ export function decideWrite(req: WriteRequest, ctx: DecideContext): Decision {
   let d: Decision;
   if (w === "continue") return CONTINUE;
   if (w === "deny") return { answer: "deny", shown: shownEnds(ends) };
-  // Nothing is renamed into the project from outside it here (Landlock refuses a directory to a continued call).
-  if (movesIntoProject(c.kind, req.atFlags, ends, ctx.project)) return { answer: "fail", errno: Errno.EXDEV };
-  if (w === "perform") return { answer: "perform", by: "rule" };
+  if (w === "perform") return performOrRefuse(ctx, c.kind, req.atFlags, ends, "rule");
   if (c.kind === "open" && (req.flags & O_TMPFILE) === O_TMPFILE) {
     // An unnamed temporary file (O_TMPFILE; SQLite's and Rust's temp files in /tmp, /var/tmp): no name appears
     // outside, and giving it one later (linkat) is a write of its own, decided like any other. Performed.
@@ -311,7 +309,7 @@ function askWrite(ctx: DecideContext, req: WriteRequest, verdicts: Verdict[], na
 /**
  * After an answer that allowed a write (`once` grants what the bar showed; a scope covers an end only if the
  * end is inside it): each end is decided again. An end a scope left out is asked again, once per end; an
- * answer that covers nothing new denies.
+ * answer that covers nothing new denies. `atFlags`: the call's flags argument (renameat2's), when it has one.
  */
 export function decideAnswered(
   ctx: DecideContext,
@@ -320,6 +318,7 @@ export function decideAnswered(
   fdForm: boolean,
   once: boolean,
   askingBefore: number,
+  atFlags = 0,
 ): Decision {
   const contents = call?.kind === "open" || call?.kind === "truncate";
   const verdicts = ends.map((e) =>
@@ -332,7 +331,23 @@ export function decideAnswered(
     return { answer: "ask", end: askedEnd(ends, verdicts), asking };
   }
   const floor = verdicts.every((v) => v === "floor");
-  return call && call.landlock && !fdForm && floor ? CONTINUE : { answer: "perform", by: "answer" };
+  if (call && call.landlock && !fdForm && floor) return CONTINUE;
+  return performOrRefuse(ctx, call?.kind ?? "", atFlags, ends, "answer");
+}
+
+/**
+ * Performed here, unless it is a rename into the project from outside it (moved_in.ts): EXDEV, as Landlock
+ * answers a continued one that moves a directory.
+ */
+function performOrRefuse(
+  ctx: DecideContext,
+  kind: string,
+  atFlags: number,
+  ends: readonly End[],
+  by: string,
+): Decision {
+  if (movesIntoProject(kind, atFlags, ends, ctx.project)) return { answer: "fail", errno: Errno.EXDEV };
+  return { answer: "perform", by };
 }
 
 /** EEXIST or ENOENT when the call would fail that way before changing anything, else 0. */

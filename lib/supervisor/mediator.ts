@@ -358,7 +358,8 @@ export class Mediator {
     // scope (`[t]`, `[a]`) covers an end only if the end is inside it: an end it leaves out is asked again.
     if (p.exec || p.net) return this.#perform.perform(p, a.by);
     const once = a.kind === "once";
-    const d = decideAnswered(this.#context.ctx, p.call, p.targets, p.fdCopy >= 0, once, p.asking ?? 1);
+    const at = p.call?.atFlags !== undefined ? Number(p.n.args[p.call.atFlags] & 0xffffffffn) : 0;
+    const d = decideAnswered(this.#context.ctx, p.call, p.targets, p.fdCopy >= 0, once, p.asking ?? 1, at);
     this.#apply(p, d, syscallOf(p), a.by);
   }
 

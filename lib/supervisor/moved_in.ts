@@ -7,9 +7,10 @@
  *   - a rename the kernel makes (continued: both ends in the Landlock floor) is refused by Landlock itself when
  *     it moves a directory in: floor entries outside the project lack a right the project's have
  *     (lib/sandbox/plan.ts landlockPlan), and a rename may not give a directory a right it did not have (EXDEV);
- *   - a rename the supervisor performs (the project's top, directories made there, trees a rule allows outside
- *     the floor) is refused here with EXDEV, a file's too: the supervisor cannot know what the name is when the
- *     kernel renames it (a racing thread may swap a directory in after a look).
+ *   - a rename the supervisor would perform (the project's top, directories made there, trees a rule allows
+ *     outside the floor; after a question is allowed) is refused with EXDEV (decide.ts), a file's too: what is at
+ *     the name when it renames may not be what it looked at (a racing thread may swap a directory in). The
+ *     fast path hands such a rename to the mediator.
  * EXDEV is the error of a move across file systems: `mv` copies instead, and a copy's files are new, so the exit
  * check sees them. A file renamed or linked in by the kernel is new to the check anyway (a rename and a link set
  * the file's ctime). docs/threat-model.md "Repositories below the top".
