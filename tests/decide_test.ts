@@ -176,6 +176,10 @@ Deno.test("mediatorAnswer: the fast path's answers, one by one, through decide()
   assert.equal(mediatorAnswer(direct, "connect", "net", ["ip4 127.0.0.1 80"]), "net");
   assert.equal(mediatorAnswer(direct, "sendto", "net", ["ip6 ::1 53"]), "net");
   assert.equal(mediatorAnswer(direct, "connect", "net", ["other"]), "net"); // the kernel refuses it on our copy
+  // netlink to the kernel is performed; to another process or a group it is refused (EPERM) before deciding
+  assert.equal(mediatorAnswer(direct, "sendto", "net", ["netlink 0 0"]), "net");
+  assert.equal(mediatorAnswer(direct, "sendto", "net", ["netlink 4242 0"]), "errno:1");
+  assert.equal(mediatorAnswer(direct, "sendmsg", "net", ["netlink 0 1"]), "errno:1");
   // a unix destination, or none recorded: the rules decide, never the fast path
   assert.equal(mediatorAnswer(direct, "connect", "net", ["unix /run/x"]), "the rules decide unix /run/x");
   assert.equal(mediatorAnswer(direct, "connect", "net", []), "the rules decide (no destination)");

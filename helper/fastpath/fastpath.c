@@ -33,6 +33,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/audit.h>
+#include <linux/capability.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -135,6 +136,12 @@ struct hp_fast {
 		int umask; /* its umask, or -1: not read */
 	} creds[CWD_CACHE];
 	unsigned creds_gen;
+	/* Threads' effective capabilities (caps_as_caller), kept as the finding above (the same creds_gen). */
+	struct {
+		pid_t tid;
+		unsigned gen;
+		unsigned long long eff;
+	} caps[CWD_CACHE];
 	/* The last directory checked, kept open for the next call in it (readlinkat of one name, not a path walk) */
 	int last_dfd;
 	long long last_at;
@@ -504,6 +511,12 @@ static int in_floor_at(struct hp_fast *h, pid_t tid, int dirfd, uint64_t addr, i
 		if (n > 0) memcpy(h->rd_buf, raw, (size_t)n + 1);
 	}
 	if (n <= 0) return 0;
+	/*
+	 * A last component written with a trailing slash or as "." ("f/", "d/sub/."): the kernel refuses many of these
+	 * before any check (unlink "f/": ENOTDIR), which a call performed on the canonical name would not; the mediator
+	 * answers them (lib/supervisor/path_forms.ts). Continued calls are the kernel's own.
+	 */
+	if (dfd_out && (raw[n - 1] == '/' || (raw[n - 1] == '.' && (n == 1 || raw[n - 2] == '/')))) return 0;
 	for (int i = 0; i < n; i++) {
 		if (raw[i] < 0x20 || raw[i] > 0x7e) return 0; /* not plain ASCII: the mediator decides */
 	}
@@ -800,6 +813,65 @@ static int same_creds(struct hp_fast *h, pid_t tid, unsigned *umask) {
 	return 1;
 }
 
+/*
+ * A privileged supervisor performs a call with the caller's effective capabilities, never its own (as the
+ * mediator: lib/supervisor/emulate.ts asCaller): the kernel checks some calls against the capabilities of the
+ * thread making them — opening /dev/kmsg for reading (CAP_SYSLOG), a netlink message with a destination
+ * (CAP_NET_ADMIN: a root sandbox changed the host's links and routes through a performed sendto) — and an open
+ * file keeps the opener's (f_cred). `caps_as_caller` lowers this thread's effective set to the caller's (its
+ * permitted set is kept) and says in `s` how to give it back (caps_restore). 0, or -1: not known (nothing was
+ * changed; for the mediator).
+ */
+struct caps_saved {
+	int lowered;
+	struct __user_cap_data_struct d[2];
+};
+
+static int caps_as_caller(struct hp_fast *h, pid_t tid, struct caps_saved *s) {
+	s->lowered = 0;
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	if (syscall(SYS_capget, &hdr, s->d) < 0) return -1;
+	unsigned long long own = s->d[0].effective | (unsigned long long)s->d[1].effective << 32;
+	if (own == 0) return 0; /* nothing to lend */
+	unsigned slot = (unsigned)tid % CWD_CACHE;
+	unsigned long long theirs;
+	if (h->caps[slot].tid == tid && h->caps[slot].gen == h->creds_gen + 1) {
+		theirs = h->caps[slot].eff;
+	} else {
+		char path[40], buf[4096];
+		snprintf(path, sizeof path, "/proc/%d/status", tid);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) return -1;
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (n <= 0) return -1;
+		buf[n] = 0;
+		const char *c = strstr(buf, "\nCapEff:");
+		char *end;
+		if (!c) return -1;
+		theirs = strtoull(c + 8, &end, 16);
+		if (end == c + 8) return -1;
+		h->caps[slot].tid = tid;
+		h->caps[slot].gen = h->creds_gen + 1; /* +1: a zeroed slot never matches */
+		h->caps[slot].eff = theirs;
+	}
+	if ((own & ~theirs) == 0) return 0;
+	struct __user_cap_data_struct d[2] = {s->d[0], s->d[1]};
+	d[0].effective &= (uint32_t)theirs;
+	d[1].effective &= (uint32_t)(theirs >> 32);
+	if (syscall(SYS_capset, &hdr, d) < 0) return -1;
+	s->lowered = 1;
+	return 0;
+}
+
+/* Gives this thread back the effective capabilities caps_as_caller() lowered. */
+static void caps_restore(struct caps_saved *s) {
+	if (!s->lowered) return;
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	if (syscall(SYS_capset, &hdr, s->d) < 0) { /* within the permitted set: does not fail */ }
+	s->lowered = 0;
+}
+
 static int meta(struct hp_fast *h, int listener, const struct seccomp_notif *n) {
 	const __u64 *a = n->data.args;
 	pid_t tid = (pid_t)n->pid;
@@ -887,6 +959,11 @@ static int meta(struct hp_fast *h, int listener, const struct seccomp_notif *n) 
 		return 1;
 	}
 	const struct timespec *tp = kind == META_UTIMENS && times != 0 ? ts : NULL;
+	struct caps_saved saved;
+	if (caps_as_caller(h, tid, &saved) < 0) {
+		close(target);
+		return 0;
+	}
 	if (viaproc) {
 		char self[40];
 		snprintf(self, sizeof self, "/proc/self/fd/%d", target);
@@ -903,6 +980,7 @@ static int meta(struct hp_fast *h, int listener, const struct seccomp_notif *n) 
 		else r = utimensat(target, name, tp, AT_SYMLINK_NOFOLLOW);
 	}
 	int err = r < 0 ? errno : 0;
+	caps_restore(&saved);
 	close(target);
 	if (kind == META_CHMOD && !fdform && err == ENOSYS) return 0; /* no fchmodat2 (Linux < 6.6): the mediator */
 	struct seccomp_notif_resp resp = {.id = n->id, .val = 0, .error = -err, .flags = 0};
@@ -1048,6 +1126,12 @@ static int perform_write(struct hp_fast *h, int listener, const struct seccomp_n
 		if (dfd2 >= 0) close(dfd2);
 		return 1;
 	}
+	struct caps_saved saved;
+	if (caps_as_caller(h, tid, &saved) < 0) {
+		close(dfd);
+		if (dfd2 >= 0) close(dfd2);
+		return 0;
+	}
 	int answered = 0;
 	switch (kind) {
 	case P_OPEN: {
@@ -1065,6 +1149,7 @@ static int perform_write(struct hp_fast *h, int listener, const struct seccomp_n
 		int err = fd < 0 ? errno : 0;
 		if (fd < 0 && (err == ELOOP || (!(flags & O_NONBLOCK) && (err == EAGAIN || err == ENXIO)))) {
 			/* a symlink (swapped in since the check), or a call that waits: nothing was done */
+			caps_restore(&saved);
 			close(dfd);
 			return 0;
 		}
@@ -1100,6 +1185,7 @@ static int perform_write(struct hp_fast *h, int listener, const struct seccomp_n
 		break;
 	}
 	int err = r < 0 ? errno : 0;
+	caps_restore(&saved);
 	close(dfd);
 	if (dfd2 >= 0) close(dfd2);
 	if (!answered) {
@@ -1391,11 +1477,33 @@ int hp_fast_take_connecting(void *p) {
 	return fd;
 }
 
-/* Notes an IP destination for the record: "ip4 ADDR PORT" or "ip6 ADDR PORT". */
-static void rec_ip(struct hp_fast *h, const unsigned char *addr, size_t alen) {
+/*
+ * Whether a netlink address names another process or a multicast group (nl_pid or nl_groups set), not the
+ * kernel: the mediator refuses such a send or connect (lib/policy/socket_policy.ts netlinkPeer).
+ */
+static int netlink_peer(const unsigned char *addr, size_t alen) {
+	if (alen < 12 || (addr[0] | addr[1] << 8) != AF_NETLINK) return 0;
+	uint32_t pid, groups;
+	memcpy(&pid, addr + 4, 4);
+	memcpy(&groups, addr + 8, 4);
+	return pid != 0 || groups != 0;
+}
+
+/*
+ * Notes a destination for the record: "ip4 ADDR PORT", "ip6 ADDR PORT", "netlink PID GROUPS" (a netlink socket's)
+ * or "other".
+ */
+static void rec_ip(struct hp_fast *h, const unsigned char *addr, size_t alen, int dom) {
 	if (h->rec_fd < 0) return;
 	char text[INET6_ADDRSTRLEN + 32], a[INET6_ADDRSTRLEN];
 	int fam = addr[0] | addr[1] << 8;
+	if (dom == AF_NETLINK && fam == AF_NETLINK && alen >= 12) {
+		uint32_t pid, groups;
+		memcpy(&pid, addr + 4, 4);
+		memcpy(&groups, addr + 8, 4);
+		rec_note(h, text, (size_t)snprintf(text, sizeof text, "netlink %u %u", pid, groups));
+		return;
+	}
 	const void *raw = fam == AF_INET ? (const void *)(addr + 4) : (const void *)(addr + 8);
 	if ((fam == AF_INET && alen < 8) || (fam == AF_INET6 && alen < 24) || (fam != AF_INET && fam != AF_INET6) ||
 	    !inet_ntop(fam, raw, a, sizeof a)) {
@@ -1481,8 +1589,8 @@ static int net_fast(struct hp_fast *h, int listener, const struct seccomp_notif 
 		h->refused++;
 		return 1;
 	}
-	/* netlink reaches the kernel only (no destination to decide): performed like a datagram */
-	int netlink = dom == AF_NETLINK && !is_connect;
+	/* netlink to the kernel (no destination to decide): performed like a datagram; to a process: the mediator */
+	int netlink = dom == AF_NETLINK && !is_connect && !netlink_peer(addr, alen);
 	ok = ok && (dom == AF_INET || dom == AF_INET6 || netlink);
 	int fl = fcntl(copy, F_GETFL);
 	int nonblock = fl >= 0 && (fl & O_NONBLOCK) != 0;
@@ -1493,7 +1601,12 @@ static int net_fast(struct hp_fast *h, int listener, const struct seccomp_notif 
 		close(copy);
 		return ok;
 	}
-	rec_ip(h, addr, alen);
+	rec_ip(h, addr, alen, dom);
+	struct caps_saved saved;
+	if (caps_as_caller(h, (pid_t)n->pid, &saved) < 0) {
+		close(copy);
+		return 0;
+	}
 	long r;
 	if (is_connect) {
 		if (!nonblock) fcntl(copy, F_SETFL, fl | O_NONBLOCK);
@@ -1505,6 +1618,7 @@ static int net_fast(struct hp_fast *h, int listener, const struct seccomp_notif 
 			struct pollfd pf = {.fd = copy, .events = POLLOUT};
 			if (poll(&pf, 1, 0) != 1) {
 				/* Not yet (a remote host): the mediator answers when it completes (its pending connects). */
+				caps_restore(&saved);
 				h->connecting = copy;
 				h->emulated++;
 				rec_answer(h, n, "net");
@@ -1521,6 +1635,7 @@ static int net_fast(struct hp_fast *h, int listener, const struct seccomp_notif 
 		           (socklen_t)alen);
 	}
 	int err = r < 0 ? errno : 0;
+	caps_restore(&saved);
 	close(copy);
 	if (!is_connect && err == EAGAIN && !nonblock && !(flags & MSG_DONTWAIT)) return 0; /* it would block */
 	struct seccomp_notif_resp resp = {.id = n->id, .val = r < 0 ? 0 : r, .error = -err, .flags = 0};
@@ -1566,6 +1681,8 @@ static int msg_fast(struct hp_fast *h, int listener, const struct seccomp_notif 
 	ok = ok && (m.msg_name == NULL || (m.msg_namelen >= 2 && m.msg_namelen <= sizeof addr &&
 	                                   read_mem((pid_t)n->pid, (uint64_t)(uintptr_t)m.msg_name, addr,
 	                                            m.msg_namelen) == 0));
+	/* a netlink message to another process or a group: the mediator refuses it */
+	ok = ok && !(dom == AF_NETLINK && m.msg_name != NULL && netlink_peer(addr, m.msg_namelen));
 	struct iovec iov[64];
 	size_t total = 0;
 	ok = ok && (m.msg_iovlen == 0 ||
@@ -1584,13 +1701,18 @@ static int msg_fast(struct hp_fast *h, int listener, const struct seccomp_notif 
 		return ok;
 	}
 	if (m.msg_name == NULL) rec_note(h, "none", 4);
-	else if (dom == AF_INET || dom == AF_INET6) rec_ip(h, addr, m.msg_namelen);
-	else rec_note(h, "other", 5);
+	else rec_ip(h, addr, m.msg_namelen, dom);
+	struct caps_saved saved;
+	if (caps_as_caller(h, (pid_t)n->pid, &saved) < 0) {
+		close(copy);
+		return 0;
+	}
 	struct iovec one = {data, total};
 	struct msghdr ours = {.msg_name = m.msg_name ? addr : NULL, .msg_namelen = m.msg_name ? m.msg_namelen : 0,
 	                      .msg_iov = &one, .msg_iovlen = 1};
 	ssize_t r = sendmsg(copy, &ours, (int)(flags | MSG_DONTWAIT | MSG_NOSIGNAL));
 	int err = r < 0 ? errno : 0;
+	caps_restore(&saved);
 	close(copy);
 	if (err == EAGAIN && !(fl & O_NONBLOCK) && !(flags & MSG_DONTWAIT)) return 0; /* it would block */
 	/* sendmmsg: one message sent (its msg_len is not written back), as the mediator answers */

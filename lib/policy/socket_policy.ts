@@ -56,6 +56,19 @@ export const ALLOWED_NETLINK: Readonly<Record<number, string>> = {
 };
 const NETLINK_MAX = 31;
 
+/**
+ * Whether a netlink address (`len` bytes of a struct sockaddr_nl) names another process or a multicast group
+ * (nl_pid or nl_groups set) rather than the kernel. A send or connect to one is refused with EPERM in every
+ * mode: it is local IPC with whatever process holds that port (NETLINK_USERSOCK lets any user send there), and
+ * for every other protocol the kernel refuses it to a caller without CAP_NET_ADMIN, which no sandbox holds. A
+ * shorter address or another family fails in the kernel.
+ */
+export function netlinkPeer(addr: Uint8Array, len: number): boolean {
+  if (len < 12 || addr.length < 12) return false;
+  const v = new DataView(addr.buffer, addr.byteOffset, 12);
+  return v.getUint16(0, true) === AF.NETLINK && (v.getUint32(4, true) !== 0 || v.getUint32(8, true) !== 0);
+}
+
 /** Protocol numbers that are TCP or UDP as the third argument of socket() (0 is the type's default). */
 export const IPPROTO = {
   IP: 0,

@@ -29,13 +29,13 @@ import {
 } from "../../ffi/net.ts";
 import { fs } from "../../ffi/fsops.ts";
 import { canonicalAddr, type ConnectTarget, formatTarget } from "../policy/connect_dest.ts";
-import { AF, ALLOWED_FAMILIES, effectiveTarget, IPPROTO } from "../policy/socket_policy.ts";
+import { AF, ALLOWED_FAMILIES, effectiveTarget, IPPROTO, netlinkPeer } from "../policy/socket_policy.ts";
 import { Resolver } from "./resolve.ts";
 import { hostView } from "./view.ts";
 import { unixAddr } from "../../ffi/unix_socket.ts";
 import type { Respond } from "./respond.ts";
 
-const EACCES = 13, EFAULT = 14, EINVAL = 22, EMSGSIZE = 90, EOPNOTSUPP = 95, ECONNREFUSED = 111;
+const EPERM = 1, EACCES = 13, EFAULT = 14, EINVAL = 22, EMSGSIZE = 90, EOPNOTSUPP = 95, ECONNREFUSED = 111;
 const EINPROGRESS = 115, EAGAIN = 11;
 const MSG_FASTOPEN = 0x20000000, MSG_DONTWAIT = 0x40, MSG_NOSIGNAL = 0x4000;
 const MAX_DATA = 1 << 20;
@@ -282,8 +282,13 @@ export class NetMediator {
     }
     if (t === null || t === "unnamed") {
       // Not an IP or unix address: the socket's family decides what it is. A unix or IP socket given another
-      // family's address fails in the kernel; netlink and AF_ALG reach the kernel only; with connects not
-      // mediated, the other families (vsock, packet) are network like any other.
+      // family's address fails in the kernel; netlink and AF_ALG reach the kernel only (a netlink address
+      // naming a process or group is refused: netlinkPeer); with connects not mediated, the other families
+      // (vsock, packet) are network like any other.
+      if (domain === AF.NETLINK && netlinkPeer(addr, addrLen)) {
+        this.release(op);
+        return { kind: "fail", errno: EPERM };
+      }
       if (
         !this.#mediateConnect || inet || domain === AF.UNIX || domain === AF.NETLINK || domain === AF.ALG
       ) {

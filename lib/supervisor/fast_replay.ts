@@ -15,7 +15,7 @@
  * answers: continue, perform (a write outside the floor, or chmod/chown/utimensat, done by the fast path), exec
  * (a program run), errno:N (an exec of what is not there or cannot run; a connect to a unix socket path that is
  * not there: "unix PATH"; a write whose directory is not there), net (a connect or send performed: "ip4|ip6 ADDR
- * PORT", "none": to the connected peer, "other": netlink), bind (a non-unix bind continued), cwd (chdir/fchdir
+ * PORT", "netlink PID GROUPS", "none": to the connected peer, "other": another family), bind (a non-unix bind continued), cwd (chdir/fchdir
  * continued), creds (setuid, capset... continued).
  *
  * @module
@@ -210,12 +210,15 @@ export function mediatorAnswer(
       if (!["connect", "sendto", "sendmsg", "sendmmsg"].includes(syscall)) {
         return `${syscall} is not a connect or send`;
       }
-      // The destination: "ip4 ADDR PORT", "ip6 ADDR PORT", "other" (netlink, or a family the kernel refuses on
-      // an IP socket) or "none" (a send to the connected peer); the connect was not the sandbox's own socket.
+      // The destination: "ip4 ADDR PORT", "ip6 ADDR PORT", "netlink PID GROUPS" (a netlink socket's), "other"
+      // (a family the kernel refuses on an IP socket) or "none" (a send to the connected peer); the connect was
+      // not the sandbox's own socket.
       const [fam, addr, port] = (paths[0] ?? "").split(" ");
+      // A netlink address naming a process or group: refused before any decision (connect.ts prepare).
+      if (fam === "netlink" && (addr !== "0" || port !== "0")) return "errno:1";
       const target: ConnectTarget | null = fam === "ip4" || fam === "ip6"
         ? { family: fam === "ip4" ? "inet" : "inet6", proto: "tcp", addr, port: Number(port) }
-        : fam === "other" || fam === "none"
+        : fam === "other" || fam === "none" || fam === "netlink"
         ? null
         : { family: "unix", path: paths[0]?.startsWith("unix ") ? paths[0].slice(5) : undefined };
       if (target?.family === "unix") return `the rules decide ${paths[0] ?? "(no destination)"}`;
