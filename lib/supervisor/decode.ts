@@ -24,6 +24,7 @@ import { resolveSyscall } from "../../ffi/seccomp.ts";
 import type { NetKind } from "./connect.ts";
 import type { Resolved, Resolver } from "./resolve.ts";
 import type { FsView } from "./view.ts";
+import { type Found, tailErrno, tailFollows, tailOf } from "./path_forms.ts";
 
 const EACCES = 13, EILSEQ = 84;
 const O_CREAT = 0o100, O_EXCL = 0o200, O_TRUNC = 0o1000, O_NOFOLLOW = 0o400000;
@@ -103,8 +104,9 @@ export function decodeRead(
   c: WriteCall,
 ): ReadRequest | DecodeError {
   const flags = openFlags(n, c);
-  const e = pathEnd(files, mem, n, c.dirfd, c.path, !(flags & O_NOFOLLOW));
+  const e = pathEnd(files, mem, n, c.dirfd, c.path, !(flags & O_NOFOLLOW), c.kind);
   if ("op" in e) return e;
+  delete e.tail; // a read of "d/" or "d/." reads the directory: the kernel's to refuse
   return { op: "read", n, call: c, end: e, flags };
 }
 
@@ -163,7 +165,11 @@ function endOf(r: Resolved & { kind: "path" | "anon" }): End {
     : { path: `anon:${r.what}`, anon: true, via: r.via };
 }
 
-/** A path argument resolved from the caller's cwd or dirfd; unreadable when not UTF-8. */
+/**
+ * A path argument resolved from the caller's cwd or dirfd; unreadable when not UTF-8. A last component
+ * written with a trailing slash, `.` or `..` (lib/supervisor/path_forms.ts) is followed by the calls that act
+ * on what it names, and its form kept in `tail`.
+ */
 function pathEnd(
   files: Resolver,
   mem: NotifyFd,
@@ -171,7 +177,8 @@ function pathEnd(
   dirfdArg: number,
   pathArg: number,
   follow: boolean,
-): End | DecodeError {
+  kind: WriteCall["kind"],
+): (End & { tail?: ReturnType<typeof tailOf> }) | DecodeError {
   const p = mem.readPath(n.tid, n.args[pathArg]);
   if (p === -EILSEQ) return { path: "(a file name that is not UTF-8)", anon: false, unreadable: true };
   if (typeof p === "number") return { op: "error", errno: -p };
@@ -181,9 +188,55 @@ function pathEnd(
     if (b.kind !== "path") return { op: "error", errno: b.kind === "error" ? b.errno : EACCES };
     base = b.path;
   }
-  const r = files.resolvePath(p, base, follow, n.tid, n.tid);
+  const tail = tailOf(p);
+  const r = files.resolvePath(p, base, follow || (tail !== "plain" && tailFollows(kind)), n.tid, n.tid);
   if (r.kind === "error") return { op: "error", errno: r.errno };
-  return endOf(r);
+  return tail === "plain" ? endOf(r) : { ...endOf(r), tail };
+}
+
+/** What is at a canonical path, its last component not followed, and followed. */
+function found(view: FsView, p: string): { at: Found; followed: Found } {
+  if (!view.exists(p)) return { at: "none", followed: "none" };
+  const followed: Found = typeof view.realpath(p) === "number"
+    ? "none"
+    : view.isDirectory(p)
+    ? "dir"
+    : "other";
+  const at: Found = typeof view.readlink(p) === "string" ? "link" : followed;
+  return { at, followed };
+}
+
+/**
+ * The kernel's errno for ends written with a trailing slash, `.` or `..`, or 0 (lib/supervisor/path_forms.ts):
+ * first a dot naming no directory (the walk's error, either end), then each end's form.
+ */
+function tailError(
+  view: FsView,
+  c: WriteCall,
+  ends: readonly (End & { tail?: ReturnType<typeof tailOf> })[],
+  flags: number,
+  atFlags: number,
+): number {
+  const seen = ends.map((e) => (e.tail && !e.anon ? found(view, e.path) : null));
+  for (const [i, e] of ends.entries()) {
+    if ((e.tail === "dot" || e.tail === "dotdot") && seen[i]!.followed !== "dir") {
+      return seen[i]!.followed === "none" ? 2 /* ENOENT */ : 20; /* ENOTDIR */
+    }
+  }
+  for (const [i, e] of ends.entries()) {
+    if (!e.tail || e.anon) continue;
+    const err = tailErrno(c.kind, i === 0 ? 0 : 1, e.tail, seen[i]!.at, seen[i]!.followed, {
+      rmdir: (atFlags & 0x200) !== 0, // AT_REMOVEDIR
+      creat: (flags & O_CREAT) !== 0,
+    });
+    if (err) return err;
+  }
+  if (c.kind === "rename" && ends.some((e) => e.tail === "slash")) {
+    // A trailing slash on either end: the source must be a directory itself (not a symlink to one).
+    const src = seen[0] ?? found(view, ends[0].path);
+    if (src.at !== "dir") return src.at === "none" ? 2 : 20;
+  }
+  return 0;
 }
 
 /**
@@ -221,20 +274,26 @@ export function decodeWrite(
     if (c.kind === "open") follow = !(flags & O_NOFOLLOW) && !((flags & O_CREAT) && (flags & O_EXCL));
     else if (c.kind === "link") follow = (atFlags & AT_SYMLINK_FOLLOW) !== 0;
     else if (c.atFlags !== undefined && (atFlags & AT_SYMLINK_NOFOLLOW)) follow = false;
-    const e = pathEnd(files, mem, n, c.dirfd, c.path, follow);
+    const e = pathEnd(files, mem, n, c.dirfd, c.path, follow, c.kind);
     if ("op" in e) return e;
     req.ends.push(e);
     if (e.unreadable) return req;
   }
   if (c.path2 !== undefined) {
     // The second end of a rename or link (linkat(fd, "", …, AT_EMPTY_PATH) too): decoded like the first.
-    const e = pathEnd(files, mem, n, c.dirfd2 ?? -1, c.path2, false);
+    const e = pathEnd(files, mem, n, c.dirfd2 ?? -1, c.path2, false, c.kind);
     if ("op" in e) {
       fs.close(req.fdCopy);
       return e;
     }
     req.ends.push(e);
   }
+  const tailErr = req.ends.some((e) => "tail" in e) ? tailError(files.view, c, req.ends, flags, atFlags) : 0;
+  if (tailErr) {
+    fs.close(req.fdCopy);
+    return { op: "error", errno: tailErr };
+  }
+  for (const e of req.ends) delete (e as { tail?: unknown }).tail;
   if (c.kind === "setxattr") req.xattrName = mem.readCString(n.tid, a[1], 256);
   return req;
 }

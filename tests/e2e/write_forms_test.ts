@@ -34,7 +34,130 @@ interface Case {
   /** Operations; `$C` is the case directory (absolute), `@` the case directory relative to the cwd. */
   ops: string[][];
   xattr?: boolean;
+  /** The kernel refuses every op before any permission check: nothing is asked (lib/supervisor/path_forms.ts). */
+  quiet?: boolean;
 }
+
+/**
+ * A last component written with a trailing slash, `.` or `..`: what the kernel refuses (or does) with such a
+ * form, the supervisor must too, where it performs the call (lib/supervisor/path_forms.ts). Before, inside the
+ * project and outside after `once`, both engines removed `d/sub` for `rmdir d/sub/.`, a file for `unlink f/`,
+ * and made `new` for `open new/ O_CREAT`.
+ */
+const TAIL_CASES: Case[] = [
+  {
+    name: "rmdir d/sub/. → EINVAL, d/sub/.. → ENOTEMPTY",
+    setup: { d: "dir", "d/sub": "dir" },
+    quiet: true,
+    ops: [
+      ["rmdir", "@/d/sub/."],
+      ["rmdir", "@/d/sub/.."],
+      ["unlinkat", ".", "@/d/sub/.", "removedir"],
+    ],
+  },
+  {
+    name: "rmdir d/ removes it; rmdir ln/ (a symlink to a dir) → ENOTDIR",
+    setup: { d: "dir", e: "dir", ln: "link:e" },
+    ops: [
+      ["rmdir", "@/d/"],
+      ["rmdir", "@/ln/"],
+    ],
+  },
+  {
+    name: "unlink f/ → ENOTDIR, d/ → EISDIR, a symlink/ → ENOTDIR, d/. → EISDIR",
+    quiet: true,
+    setup: {
+      f: "file:F",
+      d: "dir",
+      ln: "link:d",
+      lf: "link:f",
+    },
+    ops: [["unlink", "@/f/"], ["unlink", "@/d/"], ["unlink", "@/ln/"], ["unlink", "@/lf/"], [
+      "unlink",
+      "@/d/.",
+    ]],
+  },
+  {
+    name: "open new/ and f/ with O_CREAT → EISDIR; f/ → ENOTDIR; d/. → EISDIR",
+    quiet: true,
+    setup: {
+      f: "file:F",
+      d: "dir",
+      ln: "link:d",
+    },
+    ops: [
+      ["open", "@/new/", "wronly|creat", "0644"],
+      ["open", "@/f/", "wronly|creat", "0644"],
+      ["open", "@/f/", "wronly", "0"],
+      ["open", "@/d/.", "wronly|creat", "0644"],
+      ["open", "@/ln/", "wronly|nofollow", "0"],
+    ],
+  },
+  {
+    name: "mkdir nx/. → ENOENT, x/. → EEXIST; mkdir y/ makes y",
+    setup: { x: "dir" },
+    ops: [
+      ["mkdir", "@/nx/.", "0777"],
+      ["mkdir", "@/x/.", "0777"],
+      ["mkdir", "@/y/", "0777"],
+    ],
+  },
+  {
+    name: "rename a file a/ → ENOTDIR (either end); a dir a2/ → b2/ moves it; d/s/. → EBUSY",
+    setup: {
+      a: "file:A",
+      a2: "dir",
+      d: "dir",
+      "d/s": "dir",
+      ln: "link:d",
+    },
+    ops: [
+      ["rename", "@/a/", "@/b"],
+      ["rename", "@/a", "@/b/"],
+      ["rename", "@/ln/", "@/b3"],
+      ["rename", "@/a2/", "@/b2/"],
+      ["rename", "@/d/s/.", "@/t"],
+      ["rename", "@/a", "@/nt/."],
+    ],
+  },
+  {
+    name: "symlink, link, mknod to n/ → ENOENT, to f/ → EEXIST; link f/ → ENOTDIR, d/. → EPERM",
+    quiet: true,
+    setup: {
+      f: "file:F",
+      d: "dir",
+    },
+    ops: [
+      ["symlink", "t", "@/n/"],
+      ["symlink", "t", "@/f/"],
+      ["symlink", "t", "@/d/."],
+      ["link", "@/f/", "@/g"],
+      ["link", "@/f", "@/g/"],
+      ["link", "@/d/.", "@/g3"],
+      ["mknod-fifo", "@/p/", "0644"],
+    ],
+  },
+  {
+    name: "chmod, chown, truncate, utimes of f/ → ENOTDIR; chmod d/. and ln/ act on the directory",
+    setup: {
+      f: "file:F",
+      lf: "link:f",
+      d: "dir",
+      e: "dir",
+      ln: "link:e",
+    },
+    ops: [
+      ["chmod", "@/f/", "0600"],
+      ["chmod", "@/lf/", "0600"],
+      ["chown", "@/f/"],
+      ["truncate", "@/f/", "0"],
+      ["utimes", "@/f/", "100000000"],
+      ["chmod", "@/d/.", "0700"],
+      ["lchown", "@/ln/"],
+      ["chmod", "@/ln/", "0750"],
+    ],
+  },
+];
 
 const T = 100_000_000; // an explicit time, recorded by snapshot()
 
@@ -251,6 +374,7 @@ const CASES: Case[] = [
       ["getxattr", "@/a", "user.p"],
     ],
   },
+  ...TAIL_CASES,
 ];
 
 const READS = new Set(["getxattr"]);
@@ -348,7 +472,8 @@ async function runWay(
   }
 }
 
-const NOOP = /^\S+ (EEXIST|ENOENT)$/;
+/** What cannot change anything; ENOTDIR, EISDIR, EINVAL, ENOTEMPTY, EBUSY, EPERM: path forms (TAIL_CASES). */
+const NOOP = /^\S+ (EEXIST|ENOENT|ENOTDIR|EISDIR|EINVAL|ENOTEMPTY|EBUSY|EPERM)$/;
 
 // Control: do user xattrs work on the file system of the temp dir (and for this user), without hallpass?
 const xattr = await probeAsync("xattr", async () => {
@@ -381,7 +506,7 @@ for (const fast of [true, false]) {
     assertEquals(noask.raw.code, 0, noask.raw.stderr);
     // The ask program was asked about writes, and never about a path inside the project.
     const writes = once.questions.filter((q) => q.op === "write");
-    if (writes.length < cases.length) {
+    if (writes.length < cases.filter((c) => !c.quiet).length) {
       throw new Error(`only ${writes.length} write questions: ${once.raw.stderr}`);
     }
 
