@@ -107,6 +107,7 @@ export class Mediator {
       allowKeyring: cfg.allowKeyring === true,
       tgid: this.#tgid,
       respond: this.respond,
+      asCaller: (tid, fn) => this.#emulate.asCaller(tid, fn),
       denied: (n, syscall, op, target, suggest) =>
         this.#report.sysDenied(n.tid, syscall, op, target, suggest),
     });

@@ -47,6 +47,8 @@ export interface SysCallContext {
   denied: (n: Notification, syscall: string, op: string, target: string, suggest: string) => void;
   /** The process (thread group) of a thread. */
   tgid: (tid: number) => number;
+  /** Runs `fn` with the caller's ids, groups and capabilities (lib/supervisor/emulate.ts asCaller). */
+  asCaller: <T>(tid: number, fn: () => T) => T;
 }
 
 /** The parent and thread-group ids of a task, from /proc (null when there is no such task). */
@@ -189,7 +191,8 @@ export class SysCalls {
       if (!this.#c.respond.valid(n)) return;
       const buf = new Uint8Array(Math.max(8, arg.length));
       buf.set(arg);
-      const r = ioctlBuffer(copy, req, buf);
+      // As the caller: root's CAP_LINUX_IMMUTABLE (chattr +i) and ownership are the caller's, not ours.
+      const r = this.#c.asCaller(n.tid, () => ioctlBuffer(copy, req, buf));
       this.#c.respond.performed(n, r);
     } finally {
       close(copy);

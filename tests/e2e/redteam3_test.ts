@@ -2,11 +2,12 @@
  * Red team, third round (docs/threat-model.md "Root", "Network and local IPC"): what the supervisor performs
  * for the sandbox must lend it nothing. Each attack runs with both engines (the C fast path and the mediator
  * alone), each has a bare control on this kernel, and each is judged from outside (the host's network
- * configuration, a listener outside, what the program could read).
+ * configuration, a listener outside, lsattr, what the program could read).
  *
  * - A root sandbox keeps only file-work capabilities; the fast path performed opens and sends with all of the
  *   supervisor's: an open of a kmsg device node in the project read the kernel log (CAP_SYSLOG), and a netlink
- *   message to the kernel set the loopback interface's alias (CAP_NET_ADMIN: links and routes).
+ *   message to the kernel set the loopback interface's alias (CAP_NET_ADMIN: links and routes); the mediator
+ *   performed file ioctls with them too: `chattr +i` in the project (CAP_LINUX_IMMUTABLE).
  * - NETLINK_USERSOCK lets any process send to another's netlink port: with connects not mediated, the sandbox
  *   reached a listener outside (local IPC, like a unix socket). A netlink address naming a process or group is
  *   refused (EPERM), whoever runs hallpass.
@@ -237,6 +238,58 @@ for (const [name, fast] of ENGINES) {
         assertEquals(got, [], `received outside: ${got.join("; ")}`);
         assertEquals(out.trim().split("\n"), ["sendto errno 1", "sendmsg errno 1", "connect errno 1"]);
       } finally {
+        await s.cleanup();
+      }
+    },
+  });
+}
+
+// --- a capability lent by a performed file ioctl ----------------------------------------------------------------
+
+/** lsattr's flags of a file, from outside. */
+async function attrs(p: string): Promise<string> {
+  const r = await bare(["lsattr", "-d", p]);
+  return r.stdout.trim().split(/\s+/)[0] ?? "";
+}
+
+const immutableNeed: Need = !isRoot() ? { reason: "needs root (a root sandbox)" } : tool("chattr") ??
+  tool("lsattr") ?? tool("setpriv") ?? await probeAsync("chattr +i", async () => {
+    const s = await scratch();
+    try {
+      await Deno.writeTextFile(`${s.project}/f`, "x");
+      const nocap = await bare([...without("linux_immutable"), "chattr", "+i", `${s.project}/f`]);
+      if (nocap.code === 0) return "chattr +i needs no CAP_LINUX_IMMUTABLE here";
+      const full = await bare(["chattr", "+i", `${s.project}/f`]);
+      if (full.code !== 0 || !(await attrs(`${s.project}/f`)).includes("i")) {
+        return `chattr +i does not work here: ${full.stderr.trim()}`;
+      }
+      await bare(["chattr", "-i", `${s.project}/f`]);
+      return undefined;
+    } finally {
+      await s.cleanup();
+    }
+  });
+
+for (const [name, fast] of ENGINES) {
+  const hp = engineRunner(fast, "chattr");
+  test({
+    name: `a root sandbox cannot make a file immutable through a performed ioctl (${name})`,
+    ignore: immutableNeed,
+    fn: async () => {
+      const s = await scratch();
+      try {
+        await Deno.writeTextFile(`${s.project}/f`, "x");
+        await Deno.writeTextFile(`${s.project}/g`, "y");
+        // The control (the probe): root without CAP_LINUX_IMMUTABLE cannot; the supervisor must not lend it.
+        const r = await hp(["--no-ask", "-q", "--", "chattr", "+i", "f"], { cwd: s.project });
+        assertEquals(r.code !== 0, true, r.stderr);
+        assertEquals((await attrs(`${s.project}/f`)).includes("i"), false, "f was made immutable");
+        // A flag that needs no capability is still set (the ioctl is performed, as the caller).
+        const d = await hp(["--no-ask", "-q", "--", "chattr", "+d", "g"], { cwd: s.project });
+        assertEquals(d.code, 0, d.stderr);
+        assertEquals((await attrs(`${s.project}/g`)).includes("d"), true, "+d was not set");
+      } finally {
+        await bare(["chattr", "-i", "-d", `${s.project}/f`, `${s.project}/g`]);
         await s.cleanup();
       }
     },
