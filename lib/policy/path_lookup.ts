@@ -1,4 +1,5 @@
 /** Finding a program in $PATH as a shell would (an executable regular file). */
+import { statIfThere } from "../util/exists.ts";
 
 /** `isProgram`: whether a candidate path is a program (default: an executable regular file here). */
 export function lookupInPath(
@@ -16,10 +17,6 @@ export function lookupInPath(
 }
 
 function executableFile(p: string): boolean {
-  try {
-    const st = Deno.statSync(p);
-    return st.isFile && ((st.mode ?? 0) & 0o111) !== 0;
-  } catch {
-    return false; // not here
-  }
+  const st = statIfThere(p); // most $PATH entries do not hold the program: no exception for each
+  return st !== undefined && st.isFile && ((st.mode ?? 0) & 0o111) !== 0;
 }

@@ -20,6 +20,7 @@ import { realCarveFs } from "../floor/carve_fs.ts";
 import { type ReadProtection, readProtection } from "../policy/secrets.ts";
 import { readPath } from "../policy/rules_file.ts";
 import { type GroupTable, newGroupTable } from "../policy/exec_groups.ts";
+import { statIfThere } from "../util/exists.ts";
 
 export interface Plan {
   project: string;
@@ -58,11 +59,7 @@ export interface Plan {
 export const DEVICES = ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts/ptmx"];
 
 export function isDir(p: string): boolean {
-  try {
-    return Deno.statSync(p).isDirectory;
-  } catch {
-    return false;
-  }
+  return statIfThere(p)?.isDirectory === true; // no exception for a missing path (lib/util/exists.ts)
 }
 
 export function userRulesPath(env: (k: string) => string | undefined, home: string): string {
