@@ -4,7 +4,7 @@
  * The library is opened lazily, once per thread (a Worker has its own isolate and opens its own).
  * errno is read with __errno_location() right after each synchronous call on the same thread.
  */
-import { SysError } from "./errors.ts";
+import { Errno, SysError } from "./errors.ts";
 import { SYS } from "./syscall_numbers.ts";
 export { SYS };
 
@@ -106,6 +106,16 @@ export function libc(): Lib {
 export function errno(): number {
   if (errnoView === null) libc();
   return errnoView!.getInt32();
+}
+
+/**
+ * A failure to try again (the `tries`-th in a row): EINTR (a signal to this thread: the terminal's SIGWINCH, the
+ * watchdog's), or EAGAIN where the call cannot mean it (a blocking call: what errno reads when the runtime's own
+ * work on this thread overwrote it). A long run of them is an error: a supervisor loop must not spin, nor stop
+ * the sandbox on one.
+ */
+export function transient(e: number, tries: number): boolean {
+  return (e === Errno.EINTR || e === Errno.EAGAIN) && tries < 1000;
 }
 
 /** Throws SysError when a libc call returned -1. */
@@ -215,11 +225,11 @@ export function pollFds(fds: number[], timeoutMs: number, writeFrom = -1): numbe
     dv.setInt32(i * 8, fd, true);
     dv.setInt16(i * 8 + 4, writeFrom >= 0 && i >= writeFrom ? 4 /* POLLOUT */ : 1, /* POLLIN */ true);
   });
-  for (;;) {
+  for (let i = 0;; i++) {
     const r = Number(libc().poll(buf, BigInt(fds.length), timeoutMs));
     if (r < 0) {
       const e = errno();
-      if (e === 4) continue;
+      if (transient(e, i)) continue;
       throw new SysError("poll", e);
     }
     if (r === 0) return null;
@@ -276,7 +286,7 @@ export function recvWithFds(sock: number, maxLen = 256): { data: Uint8Array; fds
     n = Number(libc().recvmsg(sock, msg, MSG_CMSG_CLOEXEC));
     if (n >= 0) break;
     const e = errno();
-    if (e !== 4) throw new SysError("recvmsg", e);
+    if (e !== Errno.EINTR) throw new SysError("recvmsg", e); // EAGAIN: a non-blocking socket with nothing
   }
   const fds: number[] = [];
   const controllen = Number(mv.getBigUint64(40, true));
@@ -382,11 +392,11 @@ export class Poller {
   /** Waits; returns how many fds are ready (0 on timeout). */
   wait(timeoutMs: number): number {
     for (let i = 0; i < this.#n; i++) this.#dv.setInt16(i * 8 + 6, 0, true);
-    for (;;) {
+    for (let i = 0;; i++) {
       const r = Number(libc().poll(this.#buf, BigInt(this.#n), timeoutMs));
       if (r >= 0) return r;
       const e = errno();
-      if (e !== 4) throw new SysError("poll", e);
+      if (!transient(e, i)) throw new SysError("poll", e);
     }
   }
 

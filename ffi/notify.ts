@@ -7,7 +7,7 @@
  * Buffers are allocated once per NotifyFd and reused: the receive loop allocates nothing per call.
  */
 import { SysError } from "./errors.ts";
-import { errno, libc, libcMore, ptrOf, SYS, sys } from "./libc.ts";
+import { errno, libc, libcMore, ptrOf, SYS, sys, transient } from "./libc.ts";
 
 export const NOTIF_SIZE = 80;
 export const RESP_SIZE = 24;
@@ -118,7 +118,22 @@ export class NotifyFd {
   /** True while the notification is still pending (the thread did not die or get interrupted). */
   idValid(id: bigint): boolean {
     this.#iv.setBigUint64(0, id, true);
-    return libc().ioctl_p(this.#fd, IOCTL.ID_VALID, this.#idbuf) === 0;
+    return this.#ioctl(IOCTL.ID_VALID, this.#idbuf) === 0;
+  }
+
+  /**
+   * ioctl on the listener, again while it fails with EINTR (the kernel takes the listener's lock
+   * interruptibly: a signal to this thread, a terminal's SIGWINCH, fails the call having done nothing) or errno
+   * reads EAGAIN (libc.ts transient). Taking EINTR of ID_VALID or SEND for "the thread is gone" would leave the
+   * call unanswered and the sandboxed thread blocked for good.
+   */
+  #ioctl(request: bigint, buf: Uint8Array<ArrayBuffer>): number {
+    for (let i = 0;; i++) {
+      const r = libc().ioctl_p(this.#fd, request, buf);
+      if (r >= 0) return r;
+      const e = errno();
+      if (!transient(e, i)) return -e;
+    }
   }
 
   #send(id: bigint, val: bigint, error: number, flags: number): boolean {
@@ -127,7 +142,7 @@ export class NotifyFd {
     v.setBigInt64(8, val, true);
     v.setInt32(16, error, true);
     v.setUint32(20, flags, true);
-    return libc().ioctl_p(this.#fd, IOCTL.SEND, this.#resp) === 0;
+    return this.#ioctl(IOCTL.SEND, this.#resp) === 0;
   }
 
   /** Let the system call run in the kernel as the thread made it. */
@@ -156,8 +171,7 @@ export class NotifyFd {
     v.setUint32(12, srcfd, true);
     v.setUint32(16, 0, true);
     v.setUint32(20, cloexec ? 0o2000000 : 0, true);
-    const r = libc().ioctl_p(this.#fd, IOCTL.ADDFD, this.#addfd);
-    return r < 0 ? -errno() : r;
+    return this.#ioctl(IOCTL.ADDFD, this.#addfd);
   }
 
   /**

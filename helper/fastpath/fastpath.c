@@ -63,6 +63,18 @@
 #error "unsupported architecture"
 #endif
 
+/*
+ * SEND, ID_VALID and ADDFD on the listener, again while they fail with EINTR: the kernel takes the listener's
+ * lock interruptibly, so a signal to this thread (a terminal's SIGWINCH, the watchdog's) fails the call having
+ * done nothing. Taken for "the thread is gone", the call would stay unanswered and the sandboxed thread blocked.
+ */
+static int notif_ioctl(int listener, unsigned long request, const void *arg) {
+	int r, tries = 0;
+	while ((r = ioctl(listener, request, arg)) < 0 && errno == EINTR && ++tries < 1000) {
+	}
+	return r;
+}
+
 #define PATH_MAX_BYTES 4096
 #define MAX_ROOTS 512
 #define DIR_CACHE 1024 /* direct-mapped by a hash of the path */
@@ -954,7 +966,7 @@ static int meta(struct hp_fast *h, int listener, const struct seccomp_notif *n) 
 		return 0;
 	}
 	/* Act only for a call still waiting: this also proves a fresh pidfd named the notifying thread. */
-	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) {
+	if (notif_ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) {
 		close(target);
 		return 1;
 	}
@@ -984,7 +996,7 @@ static int meta(struct hp_fast *h, int listener, const struct seccomp_notif *n) 
 	close(target);
 	if (kind == META_CHMOD && !fdform && err == ENOSYS) return 0; /* no fchmodat2 (Linux < 6.6): the mediator */
 	struct seccomp_notif_resp resp = {.id = n->id, .val = 0, .error = -err, .flags = 0};
-	ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+	notif_ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 	h->emulated++;
 	rec_answer(h, n, "perform");
 	return 1;
@@ -1006,9 +1018,9 @@ static int meta(struct hp_fast *h, int listener, const struct seccomp_notif *n) 
  * answers it so before any decision (lib/supervisor/resolve.ts kernelWalkError). Nothing is done. 1.
  */
 static int walk_error(struct hp_fast *h, int listener, const struct seccomp_notif *n, int err) {
-	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) return 1;
+	if (notif_ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) return 1;
 	struct seccomp_notif_resp resp = {.id = n->id, .error = -err};
-	ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+	notif_ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 	h->refused++;
 	char answer[16];
 	snprintf(answer, sizeof answer, "errno:%d", err);
@@ -1121,7 +1133,7 @@ static int perform_write(struct hp_fast *h, int listener, const struct seccomp_n
 		return 0;
 	}
 	/* Act only for a call still waiting: this also proves the thread's id named the caller all along. */
-	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) {
+	if (notif_ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) {
 		close(dfd);
 		if (dfd2 >= 0) close(dfd2);
 		return 1;
@@ -1162,7 +1174,7 @@ static int perform_write(struct hp_fast *h, int listener, const struct seccomp_n
 			    .newfd = 0,
 			    .newfd_flags = (flags & O_CLOEXEC) ? O_CLOEXEC : 0,
 			};
-			r = ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add);
+			r = notif_ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add);
 			err = r < 0 ? errno : 0;
 			close(fd);
 			answered = r >= 0 || err == ENOENT; /* ENOENT: the caller is gone */
@@ -1190,7 +1202,7 @@ static int perform_write(struct hp_fast *h, int listener, const struct seccomp_n
 	if (dfd2 >= 0) close(dfd2);
 	if (!answered) {
 		struct seccomp_notif_resp resp = {.id = n->id, .val = 0, .error = -err, .flags = 0};
-		ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+		notif_ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 	}
 	h->emulated++;
 	rec_answer(h, n, "perform");
@@ -1341,11 +1353,11 @@ static int exec_fast(struct hp_fast *h, int listener, const struct seccomp_notif
 	else rec_note(h, full, strlen(full));
 	if (err == 0) err = runnable(h, canon, 0);
 	if (err < 0) return 0;
-	if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) return 1;
+	if (notif_ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) return 1;
 	struct seccomp_notif_resp resp = {.id = n->id};
 	if (err) resp.error = -err;
 	else resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-	ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+	notif_ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 	if (err) h->refused++;
 	else h->continued++;
 	char answer[16];
@@ -1579,9 +1591,9 @@ static int net_fast(struct hp_fast *h, int listener, const struct seccomp_notif 
 		path[alen - 2] = 0;
 		int err = dom == AF_UNIX && (is_connect || type == SOCK_DGRAM) ? unix_missing(path) : 0;
 		close(copy);
-		if (!err || ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) return err != 0;
+		if (!err || notif_ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) return err != 0;
 		struct seccomp_notif_resp resp = {.id = n->id, .error = -err};
-		ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+		notif_ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 		char note[120];
 		rec_note(h, note, (size_t)snprintf(note, sizeof note, "unix %s", path));
 		snprintf(note, sizeof note, "errno:%d", err);
@@ -1597,7 +1609,7 @@ static int net_fast(struct hp_fast *h, int listener, const struct seccomp_notif 
 	if (is_connect) ok = ok && fl >= 0 && (nonblock || h->net_direct >= 2);
 	else ok = ok && (type == SOCK_DGRAM || netlink) && (len == 0 || read_mem((pid_t)n->pid, a[1], data, len) == 0);
 	/* Act only for a call still waiting: this also proves a fresh pidfd named the notifying thread. */
-	if (!ok || ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) {
+	if (!ok || notif_ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) {
 		close(copy);
 		return ok;
 	}
@@ -1639,7 +1651,7 @@ static int net_fast(struct hp_fast *h, int listener, const struct seccomp_notif 
 	close(copy);
 	if (!is_connect && err == EAGAIN && !nonblock && !(flags & MSG_DONTWAIT)) return 0; /* it would block */
 	struct seccomp_notif_resp resp = {.id = n->id, .val = r < 0 ? 0 : r, .error = -err, .flags = 0};
-	ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+	notif_ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 	h->emulated++;
 	rec_answer(h, n, "net");
 	return 1;
@@ -1696,7 +1708,7 @@ static int msg_fast(struct hp_fast *h, int listener, const struct seccomp_notif 
 	int fl = fcntl(copy, F_GETFL);
 	ok = ok && fl >= 0;
 	/* Act only for a call still waiting: this also proves a fresh pidfd named the notifying thread. */
-	if (!ok || ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) {
+	if (!ok || notif_ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &n->id) < 0) {
 		close(copy);
 		return ok;
 	}
@@ -1717,7 +1729,7 @@ static int msg_fast(struct hp_fast *h, int listener, const struct seccomp_notif 
 	if (err == EAGAIN && !(fl & O_NONBLOCK) && !(flags & MSG_DONTWAIT)) return 0; /* it would block */
 	/* sendmmsg: one message sent (its msg_len is not written back), as the mediator answers */
 	struct seccomp_notif_resp resp = {.id = n->id, .val = r < 0 ? 0 : mmsg ? 1 : r, .error = -err};
-	ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+	notif_ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 	h->emulated++;
 	rec_answer(h, n, "net");
 	return 1;
@@ -1779,7 +1791,7 @@ int hp_fast_serve(void *p, int listener, int wakefd, void *out, int out_size, in
 			h->rec_n = 0;
 			if ((h->write.n > 0 || h->files.n > 0) && classify(h, n)) {
 				struct seccomp_notif_resp resp = {.id = n->id, .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE};
-				ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp); /* ENOENT: the thread is gone; nothing to do */
+				notif_ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp); /* ENOENT: the thread is gone; nothing to do */
 				h->continued++;
 				int nr = (int)n->data.nr;
 				rec_answer(h, n, nr == SYS_bind                          ? "bind"

@@ -517,10 +517,15 @@ function nestedRepoLines(plan: Plan, startMs: number): string[] {
  */
 function answerFirstExec(listenerFd: number, commandPid: number): void {
   const nfd = new NotifyFd(listenerFd);
-  if (!pollFds([listenerFd], 10_000)) return;
-  const n = nfd.recv();
-  if (n && n.tid === commandPid && n.nr === SYS.execve) nfd.continue(n.id);
-  else if (n) nfd.fail(n.id, EACCES);
+  const end = Date.now() + 10_000;
+  for (;;) {
+    if (!pollFds([listenerFd], Math.max(end - Date.now(), 0))) return;
+    // null: RECV was interrupted (a signal to this thread) and the exec is still to take, or the command died.
+    const n = nfd.recv();
+    if (n && n.tid === commandPid && n.nr === SYS.execve) nfd.continue(n.id);
+    else if (n) nfd.fail(n.id, EACCES);
+    if (n || nfd.hungUp() || Date.now() >= end) return;
+  }
 }
 
 /**
