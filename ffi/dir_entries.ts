@@ -1,17 +1,10 @@
 /**
  * A directory's entries with their types, read with getdents64(2) in 64 KiB batches: about ten times faster
- * than Deno.readDirSync, for walking a whole project at exit (lib/sandbox/nested_repos.ts). Opened lazily:
- * nothing at start-up loads it.
+ * than Deno.readDirSync, for walking a whole project at exit (lib/sandbox/nested_repos.ts). Through ffi/libc.ts's
+ * table (getdents64 is in it).
  */
-import { AT_FDCWD, cstr, O } from "./libc.ts";
+import { AT_FDCWD, cstr, libc, O } from "./libc.ts";
 
-const SYMBOLS = {
-  openat: { parameters: ["i32", "buffer", "i32", "u32"], result: "i32" },
-  getdents64: { parameters: ["i32", "buffer", "usize"], result: "isize" }, // glibc ≥ 2.30
-  close: { parameters: ["i32"], result: "i32" },
-} as const satisfies Deno.ForeignLibraryInterface;
-
-let lib: Deno.DynamicLibrary<typeof SYMBOLS>["symbols"] | null = null;
 const buf = new Uint8Array(64 * 1024);
 const dec = new TextDecoder();
 
@@ -26,7 +19,7 @@ const KINDS: Record<number, EntryKind> = { 4: "dir", 8: "file", 10: "symlink" };
  * char d_name[]; }.
  */
 function eachEntry(path: string, visit: (name: number, type: number) => void): boolean {
-  lib ??= Deno.dlopen("libc.so.6", SYMBOLS).symbols;
+  const lib = libc(); // its table holds getdents64: the walk runs at every exit, and a table of its own costs more
   const fd = lib.openat(AT_FDCWD, cstr(path), O.RDONLY | O.DIRECTORY | O.NOFOLLOW | O.CLOEXEC, 0);
   if (fd < 0) return false;
   try {
