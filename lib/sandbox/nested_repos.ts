@@ -219,7 +219,15 @@ export function checkNestedRepos(o: NestedRepoOptions, fs: RepoFs): NestedRepoRe
   const changed = (st: { ctimeMs: number } | undefined) => st !== undefined && st.ctimeMs >= since;
 
   for (const g of [...gitDirs].sort()) {
-    const found = offending(g, fs, changed);
+    // A directory prepared in an earlier session (hooks, no HEAD: not a git directory then, so not checked) and
+    // completed in this one: what makes it a git directory is from this session, and then every hook and config
+    // counts, however old (tests/e2e/moved_in_repos_test.ts "completed"). So does every hook of a repository
+    // that was there, when git run in the session changed those (a checkout, a first object in a new directory).
+    const completed = inProject(g) &&
+      ["HEAD", "objects", "refs", "commondir"].some((n) => changed(fs.lstat(`${g}/${n}`)));
+    const found = completed
+      ? offending(g, fs, (st) => st !== undefined, "completed")
+      : offending(g, fs, changed);
     if (inProject(g)) {
       for (const f of found) moveAside(f.path, f.why);
       continue;
@@ -230,7 +238,7 @@ export function checkNestedRepos(o: NestedRepoOptions, fs: RepoFs): NestedRepoRe
     // directory it leads to has any hook or unsafe config, whenever written: one the sandbox prepared in an
     // earlier session where it may write outside the project (an --allow-path tree, an agent's directory) is not
     // from this session, and git run here would run it (tests/e2e/nested_repos_test.ts "prepared earlier").
-    const any = offending(g, fs, (st) => st !== undefined, false);
+    const any = offending(g, fs, (st) => st !== undefined, "any");
     for (const ptr of via.get(g) ?? []) {
       if (changed(fs.lstat(ptr))) {
         if (any.length) moveAside(ptr, `points git at ${g}, where ${any[0].path} ${any[0].why}`);
@@ -266,38 +274,42 @@ function scanOfList(list: ReturnType<RepoFs["list"]>): Omit<DirScan, "unknown"> 
 
 /**
  * The hooks and configs of git directory `g` that could run something and that `changed` picks (those changed
- * during the session, or all of them: `during` false).
+ * during the session: `how` "during"; or all of them: "any", or "completed" in a git directory completed during it).
  */
 function offending(
   g: string,
   fs: RepoFs,
   changed: (st: { ctimeMs: number } | undefined) => boolean,
-  during = true,
+  how: "during" | "any" | "completed" = "during",
 ): { path: string; why: string }[] {
   const out: { path: string; why: string }[] = [];
+  const during = how === "during";
+  const made = how === "completed"
+    ? " in a repository whose HEAD, objects or refs changed during the session"
+    : "";
   const moveAside = (path: string, why: string) => out.push({ path, why });
   {
     for (const name of ["config", "config.worktree"]) {
       const p = `${g}/${name}`;
       const st = fs.lstat(p);
       if (!changed(st)) continue;
-      if (st!.kind !== "file") moveAside(p, `is a ${st!.kind}${during ? " made during the session" : ""}`);
+      if (st!.kind !== "file") moveAside(p, `is a ${st!.kind}${during ? " made during the session" : made}`);
       else {
         const text = fs.read(p);
         const why = text === undefined ? "unreadable" : unsafeConfig(text);
-        if (why) moveAside(p, `${during ? "changed during the session" : "is unsafe"}: ${why}`);
+        if (why) moveAside(p, `${during ? "changed during the session" : `is unsafe${made}`}: ${why}`);
       }
     }
     const hooks = `${g}/hooks`;
     const hs = fs.lstat(hooks);
     if (hs?.kind === "symlink" || (hs !== undefined && hs.kind !== "dir")) {
-      if (changed(hs)) moveAside(hooks, `is a ${hs.kind}${during ? " made during the session" : ""}`);
+      if (changed(hs)) moveAside(hooks, `is a ${hs.kind}${during ? " made during the session" : made}`);
       return out;
     }
     for (const e of fs.list(hooks) ?? []) {
       if (e.kind === "dir" || e.name.endsWith(".sample") || e.name.includes(QUARANTINE)) continue;
       const p = `${hooks}/${e.name}`;
-      if (changed(fs.lstat(p))) moveAside(p, `is a hook${during ? " written during the session" : ""}`);
+      if (changed(fs.lstat(p))) moveAside(p, `is a hook${during ? " written during the session" : made}`);
     }
   }
   return out;

@@ -149,3 +149,60 @@ for (const fast of [true, false]) {
     },
   });
 }
+
+for (const fast of [true, false]) {
+  test({
+    name: `a repository prepared in the project without HEAD and completed later runs nothing outside (${
+      fast ? "fast path" : "mediator"
+    })`,
+    ignore: tool("git"),
+    async fn() {
+      const s = await scratch();
+      try {
+        const env = { ...GIT_ENV, HOME: s.outside };
+        const hook = (dir: string, out: string) =>
+          `printf '#!/bin/sh\\necho hook >> ${out}/M\\n' > ${dir}/pre-commit && chmod +x ${dir}/pre-commit`;
+        // Session 1: a git directory with a hook but no HEAD (not a repository yet: the exit check sees none).
+        const prepare = (out: string) =>
+          `set -e; git init -q x; rm x/.git/HEAD; ${hook("x/.git/hooks", out)}`;
+        // Session 2: HEAD, and it is one.
+        const complete = "echo 'ref: refs/heads/master' > x/.git/HEAD";
+        // Control: the same two steps without hallpass run the hook.
+        const ctl = `${s.outside}/ctl`, ctlOut = `${s.outside}/ctl-out`;
+        await Deno.mkdir(ctlOut);
+        await Deno.mkdir(ctl);
+        assertEquals((await bare(["/bin/sh", "-c", prepare(ctlOut)], { cwd: ctl, env })).code, 0);
+        assertEquals((await bare(["/bin/sh", "-c", complete], { cwd: ctl, env })).code, 0);
+        assertEquals(
+          (await gitAt(`${ctl}/x`, s.outside, "commit", "-q", "--allow-empty", "-m", "x")).code,
+          0,
+        );
+        assert(await exists(`${ctlOut}/M`), "control: the prepared hook did not run bare");
+
+        const out = `${s.outside}/out`;
+        await Deno.mkdir(out);
+        await gitAt(s.project, s.outside, "init", "-q");
+        const run = async (script: string) => {
+          const e = await engine(fast, "completed");
+          const r = await hallpass(["--no-ask", "-q", "--", "/bin/sh", "-c", script], {
+            cwd: s.project,
+            env: { ...env, ...e.env },
+          });
+          await e.check();
+          assertEquals(r.code, 0, r.stderr);
+          return r;
+        };
+        await run(prepare(out));
+        const ctime = (await Deno.lstat(`${s.project}/x/.git/hooks/pre-commit`)).ctime!.getTime();
+        while (Date.now() < ctime + 2_100) await new Promise((r) => setTimeout(r, 100));
+        const r2 = await run(complete);
+        const c = await gitAt(`${s.project}/x`, s.outside, "commit", "-q", "--allow-empty", "-m", "x");
+        assertEquals(c.code, 0, c.out);
+        assert(!(await exists(`${out}/M`)), `git outside ran the hook prepared earlier: ${r2.stderr}`);
+        assert(r2.stderr.includes("x/.git/hooks/pre-commit is a hook in a repository whose HEAD"), r2.stderr);
+      } finally {
+        await s.cleanup();
+      }
+    },
+  });
+}
