@@ -2,37 +2,48 @@
 # The pty-throughput row: `seq 1 N` printed to a real terminal (a tmux pane, 100×30), bare and under hallpass
 # (which then runs the command on its own pty and copies its output to the terminal: the C relay,
 # helper/relay/relay.c). Wall time of the command, start-up of hallpass excluded (`hallpass -q -- true` measured
-# in the same pane, right after, and subtracted), R interleaved repetitions: median [min–max] of each, the ratio
-# of the medians (the row's verdict) and the median [min–max] of the R pairwise ratios. See bench/README.md.
+# in the same pane, right after, and subtracted), R interleaved repetitions (the order rotating from one to the
+# next): median [min–max] of each, the ratio of the medians (the row's verdict) and the median [min–max] of the
+# R pairwise ratios. Reference rows, run in the same repetitions: the floor relay (bench/floor_relay.c, the
+# smallest pty relay in C: what one more pty in the chain costs on this machine, whoever copies) and util-linux
+# script(1). See bench/README.md.
 #
-#   bash bench/pty.sh                              # N=2000000, R=5
-#   PTY_N=5000000 PTY_REPEAT=3 bash bench/pty.sh
+#   bash bench/pty.sh                              # N=5000000, R=5: bare, hallpass, floor relay, script(1)
+#   PTY_N=2000000 PTY_REPEAT=9 bash bench/pty.sh
 #   PTY_JS=1 bash bench/pty.sh                     # also a row for the JavaScript pump (HALLPASS_PTY_RELAY=0)
-#   PTY_SCRIPT=1 bash bench/pty.sh                 # also a row for script(1): what any pty relay costs
+#   PTY_FLOOR=0 PTY_SCRIPT=0 bash bench/pty.sh     # bare and hallpass only
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-N=${PTY_N:-2000000}
+N=${PTY_N:-5000000}
 R=${PTY_REPEAT:-5}
 HALLPASS=${HALLPASS:-$ROOT/hallpass}
 command -v tmux >/dev/null || { echo "bench/pty.sh: tmux is needed" >&2; exit 1; }
+FLOOR=$ROOT/bench/build/floor_relay
+if [ "${PTY_FLOOR:-1}" != 0 ] && { [ ! -x "$FLOOR" ] || [ "$ROOT/bench/floor_relay.c" -nt "$FLOOR" ]; }; then
+	mkdir -p "$ROOT/bench/build" && gcc -O2 -o "$FLOOR" "$ROOT/bench/floor_relay.c" -lutil || exit 1
+fi
 D=$(mktemp -d)
 SOCK=hp-bench-pty-$$
 trap 'tmux -L $SOCK kill-server 2>/dev/null; rm -rf "$D"' EXIT
-JS=""
-[ -n "${PTY_JS:-}" ] && JS="t \"$D/js.\$i\" env HALLPASS_PTY_RELAY=0 \"$HALLPASS\" -q -- seq 1 $N"
-# A plain pty relay for reference: util-linux script(1) (no filter, no screen model, no sandbox).
-SCR=""
-[ -n "${PTY_SCRIPT:-}" ] && command -v script >/dev/null && SCR="t \"$D/script.\$i\" script -q /dev/null -c \"seq 1 $N\""
+# One line per contestant, run in turn (the first one rotating): kind, then the command.
+{
+	echo "bare seq 1 $N"
+	echo "hp $HALLPASS -q -- seq 1 $N"
+	[ "${PTY_FLOOR:-1}" != 0 ] && echo "floor $FLOOR seq 1 $N"
+	[ "${PTY_SCRIPT:-1}" != 0 ] && command -v script >/dev/null && echo "script script -q /dev/null -c 'seq 1 $N'"
+	[ -n "${PTY_JS:-}" ] && echo "js env HALLPASS_PTY_RELAY=0 $HALLPASS -q -- seq 1 $N"
+} >"$D/kinds"
+K=$(wc -l <"$D/kinds")
 cat >"$D/pane.sh" <<SCRIPT
-t() { out=\$1; shift; s=\$(date +%s%N); "\$@"; e=\$(date +%s%N); echo \$(( (e - s) / 1000 )) > "\$out"; }
+t() { out=\$1; shift; s=\$(date +%s%N); eval "\$@"; e=\$(date +%s%N); echo \$(( (e - s) / 1000 )) > "\$out"; }
 cd "$D"
 for i in \$(seq $R); do
 	t "$D/warm" seq 1 $N
-	t "$D/bare.\$i" seq 1 $N
-	t "$D/hp.\$i" "$HALLPASS" -q -- seq 1 $N
+	for j in \$(seq 0 $((K - 1))); do
+		line=\$(sed -n "\$(( (i + j) % $K + 1 ))p" "$D/kinds")
+		t "$D/\${line%% *}.\$i" "\${line#* }"
+	done
 	t "$D/true.\$i" "$HALLPASS" -q -- true
-	$JS
-	$SCR
 done
 touch "$D/done"
 sleep 600
@@ -45,8 +56,8 @@ load1=$(cut -d' ' -f1-3 /proc/loadavg)
 row() {
 	local label=$1 kind=$2
 	for i in $(seq "$R"); do
-		# script(1) has no start-up of hallpass's to subtract
-		echo "$(cat "$D/bare.$i") $(cat "$D/$kind.$i") $([ "$kind" = script ] && echo 0 || cat "$D/true.$i")"
+		# only hallpass's rows have hallpass's start-up to subtract
+		echo "$(cat "$D/bare.$i") $(cat "$D/$kind.$i") $(case $kind in hp | js) cat "$D/true.$i" ;; *) echo 0 ;; esac)"
 	done | awk -v label="$label" -v n="$N" -v r="$R" -v l0="$load0" -v l1="$load1" '
 		function med(a, k,   i, j, t) { for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
 			return a[int((k + 1) / 2)] }
@@ -61,6 +72,7 @@ row() {
 		}'
 }
 row "pty throughput" hp
-[ -n "$JS" ] && row "the same, JavaScript pump (HALLPASS_PTY_RELAY=0)" js
-[ -n "$SCR" ] && row "reference: script(1), a pty relay without hallpass" script
+grep -q '^floor ' "$D/kinds" && row "floor: the smallest pty relay in C (bench/floor_relay.c), no hallpass" floor
+grep -q '^script ' "$D/kinds" && row "reference: script(1), a pty relay without hallpass" script
+grep -q '^js ' "$D/kinds" && row "the same, JavaScript pump (HALLPASS_PTY_RELAY=0)" js
 exit 0

@@ -130,6 +130,13 @@ test({
       const b = new Uint8Array(rx(40)).map(() => pool[rx(pool.length)]);
       assertEquals(relay.cleanFrom(b), ref(b), `${[...b]}`);
     }
+    // Long pieces, mostly text (the scan goes 16 bytes at a time there): a control or C1 anywhere, also across
+    // a 16-byte boundary (C2 in one block, its second byte in the next).
+    for (let i = 0; i < 5000; i++) {
+      const sparse = 1 + rx(200);
+      const b = new Uint8Array(rx(400)).map(() => rx(sparse) ? 0x30 + rx(10) : pool[rx(pool.length)]);
+      assertEquals(relay.cleanFrom(b), ref(b), `${[...b]}`);
+    }
     relay.close();
     closeFd(out);
     closeFd(outSlave);

@@ -69,16 +69,37 @@ int hallpass_relay_plain(const uint8_t *buf, size_t n) {
  * `clean` is what it was for buf[0, from). Scanning back from the end, the model's skip passes over everything
  * after the returned index without looking.
  */
+typedef uint8_t v16 __attribute__((vector_size(16)));
+
+/* True when none of the 16 bytes at p (p[-1] readable) is a control clean_from stops at. */
+static int block_clean(const uint8_t *p) {
+	v16 b, prev;
+	memcpy(&b, p, 16);
+	memcpy(&prev, p - 1, 16);
+	v16 c0 = (v16)((b < 0x20) & (b != '\n') & (b != '\r') & (b != '\t') & (b != '\b'));
+	v16 c1 = (v16)(((b & 0xe0) == 0x80) & (prev == 0xc2));
+	v16 m = c0 | c1;
+	uint64_t w[2];
+	memcpy(w, &m, 16);
+	return (w[0] | w[1]) == 0;
+}
+
 static size_t clean_from(const uint8_t *buf, size_t from, size_t n, size_t clean) {
-	/* Backwards from the end: the last byte that is not clean decides (most pieces have none: one pass). */
-	for (size_t i = n; i > from; i--) {
-		uint8_t b = buf[i - 1];
-		if (b >= 0x20 && (b > 0x9f || b < 0x80)) continue;
-		if (b < 0x20) {
-			if (b == '\n' || b == '\r' || b == '\t' || b == '\b') continue;
-			return i;
+	/* Backwards from the end: the last byte that is not clean decides (most pieces have none: one pass, 16 bytes
+	   at a time). */
+	size_t i = n;
+	while (i > from) {
+		if (i - from >= 16 && i >= 17 && block_clean(buf + i - 16)) {
+			i -= 16;
+			continue;
 		}
-		if (i >= 2 && buf[i - 2] == 0xc2) return i; /* the second byte of a UTF-8 C1 control (maybe read before) */
+		uint8_t b = buf[i - 1];
+		if (b < 0x20) {
+			if (b != '\n' && b != '\r' && b != '\t' && b != '\b') return i;
+		} else if (b <= 0x9f && b >= 0x80 && i >= 2 && buf[i - 2] == 0xc2) {
+			return i; /* the second byte of a UTF-8 C1 control (maybe read before) */
+		}
+		i--;
 	}
 	return clean; /* nothing in [from, n) */
 }
@@ -129,56 +150,62 @@ static int take(int master, uint8_t *buf, size_t cap, int64_t *st) {
 	return 1;
 }
 
+/* After a wake: what the master holds now is read (bounded) and written as far as the terminal takes it. */
+static int woken(int master, int out, int wake, uint8_t *buf, size_t cap, int64_t *st) {
+	drain_wake(wake);
+	int r = RELAY_WOKEN;
+	for (int i = 0; i < WAKE_READS; i++) {
+		int t = take(master, buf, cap, st);
+		if (t != 1) {
+			if (t > 1) r = t;
+			break;
+		}
+	}
+	if (flush_out(out, buf, st) < 0 && errno != EAGAIN) st[ST_ERRNO] = errno;
+	return r;
+}
+
 /*
  * Copies master → out until one of the states above. buf[0, cap) is the caller's; st[USED] and st[WRITTEN] are
  * where to go on from (0, 0 for a fresh buffer).
+ *
+ * The loop is what the smallest relay does (bench/floor_relay.c: a read, then a write of what it read), with a
+ * poll before each read for the wake fd. While the terminal has not taken everything read, the master is not
+ * read: the command waits on its pty as it would on the terminal itself. (Reading ahead of a slow terminal and
+ * reading until EAGAIN cost twice the floor's CPU: a refused write, an empty read — which waits for the pty's
+ * buffer work — and a poll per few hundred bytes, and the command never blocked, competing with the terminal for
+ * the CPU.)
  */
 int hallpass_relay(int master, int out, int wake, uint8_t *buf, size_t cap, int64_t *st) {
 	st[ST_HANDOFF_AT] = st[ST_HANDOFF_LEN] = st[ST_ERRNO] = 0;
 	for (;;) {
-		int r = take(master, buf, cap, st);
-		if (r > 1) {
-			if (flush_out(out, buf, st) < 0 && errno != EAGAIN) st[ST_ERRNO] = errno;
-			return r;
-		}
-		if (flush_out(out, buf, st) < 0 && errno != EAGAIN) {
-			st[ST_ERRNO] = errno;
-			return RELAY_ERROR;
-		}
-		if (r == 1) continue; /* read again at once: a busy master is read until it is empty */
 		int pending = st[ST_WRITTEN] < st[ST_USED];
-		struct pollfd p[3] = {
+		struct pollfd p[2] = {
 			{ .fd = wake, .events = POLLIN },
-			{ .fd = master, .events = POLLIN },
-			{ .fd = out, .events = pending ? POLLOUT : 0 },
+			pending ? (struct pollfd){ .fd = out, .events = POLLOUT } : (struct pollfd){ .fd = master, .events = POLLIN },
 		};
-		if (poll(p, 3, -1) < 0) {
+		if (poll(p, 2, -1) < 0) {
 			if (errno == EINTR) continue;
 			st[ST_ERRNO] = errno;
 			return RELAY_ERROR;
 		}
-		if (p[0].revents) {
-			drain_wake(wake);
-			for (int i = 0; i < WAKE_READS; i++) {
-				int t = take(master, buf, cap, st);
-				if (t != 1) {
-					if (flush_out(out, buf, st) < 0 && errno != EAGAIN) st[ST_ERRNO] = errno;
-					return t > 1 ? t : RELAY_WOKEN;
-				}
+		if (p[0].revents) return woken(master, out, wake, buf, cap, st);
+		int r = 0;
+		if (pending) {
+			if (p[1].revents & (POLLERR | POLLNVAL)) {
+				st[ST_ERRNO] = EIO;
+				return RELAY_ERROR;
 			}
-			if (flush_out(out, buf, st) < 0 && errno != EAGAIN) st[ST_ERRNO] = errno;
-			return RELAY_WOKEN;
+		} else if (p[1].revents) {
+			/* Readable, or hung up: the read tells (what is left first, then EOF or EIO). */
+			r = take(master, buf, cap, st);
+			if (r == 0 && !(p[1].revents & POLLIN)) return RELAY_EOF;
 		}
-		if ((p[1].revents & (POLLHUP | POLLERR | POLLNVAL)) && !(p[1].revents & POLLIN)) {
-			/* POLLHUP with data still there reads it first (take above, next round); without: the end. */
-			int t = take(master, buf, cap, st);
-			if (t == 0) return RELAY_EOF;
-			if (t > 1) return t;
+		if (flush_out(out, buf, st) < 0 && errno != EAGAIN) {
+			st[ST_ERRNO] = errno;
+			return r > 1 ? r : RELAY_ERROR;
 		}
-		if (p[2].revents & (POLLERR | POLLNVAL)) {
-			st[ST_ERRNO] = EIO;
-			return RELAY_ERROR;
-		}
+		if (r > 1) return r;
 	}
 }
 
