@@ -35,7 +35,13 @@ for (const [E, fast] of ENGINES) {
       const m = r.stdout.match(/race ok=(\d+) denied=(\d+) other=(\d+) outside=(\d+)/);
       assert(m, r.stdout + r.stderr);
       const [ok, denied, _other, outside] = m.slice(1).map(Number);
-      assertEquals(outside, 0, `fds opened outside the project: ${r.stdout}`);
+      assertEquals(
+        outside,
+        0,
+        `fds opened outside the project: ${r.stdout}${
+          r.stderr.split("\n").filter((l) => l.startsWith("race:")).join("\n")
+        }`,
+      );
       assert(!(await exists(`${s.outside}/x`)), "the outside file was created");
       assert(ok > 0, `the allowed path never opened: ${r.stdout}`);
       // The flipper did reach the supervisor with the outside path (otherwise the test proves nothing).

@@ -81,7 +81,13 @@ static int race(const char *allowed, const char *outside, long n) {
       ssize_t l = readlink(link, target, sizeof target - 1);
       if (l > 0) {
         target[l] = 0;
-        if (strcmp(target, allowed) != 0) outside_fds++;
+        /* Inside the allowed path's directory counts as inside: the flipper's memcpy can be read half done,
+         * and "PROJECT/" + the outside name's last byte is another name in the project, not an escape. */
+        size_t dl = (size_t)(strrchr(allowed, '/') - allowed) + 1;
+        if (strncmp(target, allowed, dl) != 0 || strchr(target + dl, '/') != NULL) {
+          if (!outside_fds) fprintf(stderr, "race: an fd outside: %s\n", target);
+          outside_fds++;
+        }
       }
       close(fd);
     } else if (errno == EACCES) {
