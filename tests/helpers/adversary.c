@@ -34,6 +34,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *ename(int e) {
@@ -54,6 +55,7 @@ static void show(const char *what, long r) {
 static char racebuf[4096];
 static const char *pa, *pb;
 static atomic_int stop;
+static atomic_long flips;
 
 static void *flipper(void *arg) {
   (void)arg;
@@ -61,6 +63,7 @@ static void *flipper(void *arg) {
   while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
     memcpy(racebuf, pa, la);
     memcpy(racebuf, pb, lb);
+    atomic_fetch_add_explicit(&flips, 1, memory_order_relaxed);
   }
   return NULL;
 }
@@ -73,7 +76,18 @@ static int race(const char *allowed, const char *outside, long n) {
   pthread_create(&t, NULL, flipper, NULL);
   long ok = 0, denied = 0, other = 0, outside_fds = 0;
   char link[64], target[4096];
-  for (long i = 0; i < n; i++) {
+  /* On a loaded machine the flipper may not run at all during N opens: wait for it to start, and go on past
+   * N (up to 60 s) until both names have been opened at least once, so the race really happened. */
+  while (atomic_load(&flips) == 0) sched_yield();
+  struct timespec t0, now;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (long i = 0;; i++) {
+    if (i >= n) {
+      if (ok > 0 && denied > 0) break;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if (now.tv_sec - t0.tv_sec > 60) break;
+      if (i % 64 == 0) sched_yield();
+    }
     int fd = open(racebuf, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (fd >= 0) {
       ok++;
