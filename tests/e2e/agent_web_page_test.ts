@@ -112,6 +112,32 @@ Deno.test("web page: the question with pod, container and target; allow once ans
     await page.waitForSelector("#empty:not([hidden])", { timeout: 10_000 });
 
     // A new question while the page is open appears without a reload (long-poll); a wider scope, then never.
+    // Its buttons are armed only after a moment (a click meant for the last card must not answer it): seen
+    // when the card is inserted (a MutationObserver runs before any timer), not after the test's own steps,
+    // which a loaded machine can stretch past the arming delay.
+    await page.evaluate(() => {
+      type Node = {
+        matches?: (s: string) => boolean;
+        querySelectorAll: (s: string) => { disabled: boolean }[];
+      };
+      const g = globalThis as unknown as {
+        armedAtInsert: boolean[];
+        MutationObserver: new (cb: (ms: { addedNodes: Node[] }[]) => void) => {
+          observe: (n: unknown, o: unknown) => void;
+        };
+        document: { body: unknown };
+      };
+      g.armedAtInsert = [];
+      new g.MutationObserver((ms) => {
+        for (const m of ms) {
+          for (const n of m.addedNodes) {
+            if (n.matches?.(".q[data-id]")) {
+              for (const b of n.querySelectorAll("button")) g.armedAtInsert.push(!b.disabled);
+            }
+          }
+        }
+      }).observe(g.document.body, { childList: true, subtree: true });
+    });
     const second = ask.ask(
       podQuestion({ pid: 77, container: { namespace: "ci", pod: "job-1", container: "runner", id: "beef" } }),
       new AbortController().signal,
@@ -119,14 +145,10 @@ Deno.test("web page: the question with pod, container and target; allow once ans
     await page.waitForSelector(".q[data-id]", { timeout: 10_000 });
     assertEquals(await text(page, ".q .pod"), "ci/job-1 runner");
     await page.select(".q select.scope", "3");
-    // A new card's buttons are armed only after a moment (a click meant for the last card must not answer it).
-    assertEquals(
-      await page.$eval(
-        '.q button[data-kind="never"]',
-        (b) => (b as unknown as { disabled: boolean }).disabled,
-      ),
-      true,
+    const armed = await page.evaluate(() =>
+      (globalThis as unknown as { armedAtInsert: boolean[] }).armedAtInsert
     );
+    assert(armed.length > 0 && armed.every((a) => !a), `buttons armed when the card appeared: ${armed}`);
     await page.waitForSelector('.q button[data-kind="never"]:not([disabled])', { timeout: 10_000 });
     await page.click('.q button[data-kind="never"]');
     assertEquals(await second, { kind: "never", scope: "/home/app/**", by: "web:dave" });
