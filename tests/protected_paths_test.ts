@@ -116,6 +116,20 @@ Deno.test("protected paths: files a repository's config includes are protected t
   assert(got.includes("/p/tools/git.cfg"), got.join(" "));
 });
 
+Deno.test("protected paths: files the person's own git config includes are protected too (one level)", () => {
+  const fs = fakeFs({
+    "/p/": "",
+    "/h/.gitconfig":
+      '[include]\n\tpath = /p/git/config\n\tpath = ~/dot.cfg\n[includeIf "gitdir:~/w/"]\n\tpath = work.cfg\n',
+    "/x/git/config": "[include]\n\tpath = /p/deeper.cfg\n",
+  });
+  const got = paths(findProtectedPaths({ project: "/p", home: "/h", xdgConfig: "/x" }, fs));
+  assert(got.includes("/p/git/config"), got.join(" "));
+  assert(got.includes("/h/dot.cfg"), got.join(" ")); // ~ expanded
+  assert(got.includes("/h/work.cfg"), got.join(" ")); // relative to the including file
+  assert(got.includes("/p/deeper.cfg"), got.join(" ")); // $XDG_CONFIG_HOME/git/config's include
+});
+
 Deno.test("git config reading: sections, quotes, comments, last one wins, subsections skipped", () => {
   const t = '[core]\n  hooksPath = "a b" # c\n[core "x"]\n hooksPath = no\n[Core]\nHOOKSPATH = last ; c\n';
   assertEquals(gitConfigValue(t, "core", "hooksPath"), "last");

@@ -232,8 +232,16 @@ export function findProtectedPaths(o: FindOptions, fs: ProtectFs): ProtectedPath
   for (const f of [`${o.home}/.gitconfig`, `${xdg}/git/config`, "/etc/gitconfig"]) {
     const v = gitConfigValue(fs.read(f) ?? "", "core", "hooksPath");
     if (v) hookPaths.add(resolveFrom(gitDirs[0]?.worktree ?? project, v, o.home));
-    // The person's own git configuration runs commands in every repository (a project that is $HOME holds it).
-    if (f !== "/etc/gitconfig") add("exact", fs.real(f), GIT_REASON);
+    // The person's own git configuration runs commands in every repository (a project that is $HOME holds it),
+    // and so do the files it includes, one level (`[include] path = ~/dotfiles/gitconfig`: red team, a
+    // dotfiles project's included config got `core.fsmonitor`, run by git outside).
+    if (f !== "/etc/gitconfig") {
+      add("exact", fs.real(f), GIT_REASON);
+      const base = f.slice(0, f.lastIndexOf("/"));
+      for (const inc of gitIncludePaths(fs.read(f) ?? "")) {
+        add("exact", fs.real(resolveFrom(base, inc, o.home)), GIT_REASON);
+      }
+    }
   }
   for (const h of hookPaths) add("tree", fs.real(h), GIT_REASON);
 

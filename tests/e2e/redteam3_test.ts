@@ -11,6 +11,8 @@
  * - NETLINK_USERSOCK lets any process send to another's netlink port: with connects not mediated, the sandbox
  *   reached a listener outside (local IPC, like a unix socket). A netlink address naming a process or group is
  *   refused (EPERM), whoever runs hallpass.
+ * - A file the person's own git config includes (`[include] path = ~/dot/gitconfig`) lay in a dotfiles project,
+ *   unprotected: a `core.fsmonitor` written there ran when git ran outside. Now a protected path.
  */
 import { deepStrictEqual as assertEquals } from "node:assert/strict";
 import { bare, exists, isRoot, scratch } from "./harness.ts";
@@ -290,6 +292,63 @@ for (const [name, fast] of ENGINES) {
         assertEquals((await attrs(`${s.project}/g`)).includes("d"), true, "+d was not set");
       } finally {
         await bare(["chattr", "-i", "-d", `${s.project}/f`, `${s.project}/g`]);
+        await s.cleanup();
+      }
+    },
+  });
+}
+
+// --- a file the person's git config includes, in the project ---------------------------------------------------
+
+const gitNeed: Need = tool("git");
+
+/** A home whose ~/.gitconfig includes ~/dot/gitconfig, a dotfiles project ~/dot, and a repository ~/repo. */
+async function dotfilesHome(base: string): Promise<{ home: string; env: Record<string, string> }> {
+  const home = `${base}/home`;
+  await Deno.mkdir(`${home}/dot`, { recursive: true });
+  await Deno.mkdir(`${home}/repo`);
+  await Deno.writeTextFile(
+    `${home}/.gitconfig`,
+    "[include]\n\tpath = ~/dot/gitconfig\n[user]\n\tname = t\n\temail = t@example.com\n",
+  );
+  await Deno.writeTextFile(`${home}/dot/gitconfig`, "[color]\n\tui = auto\n");
+  const env = { HOME: home, XDG_CONFIG_HOME: `${home}/.config`, GIT_CONFIG_NOSYSTEM: "1" };
+  const init = await bare(["git", "-C", `${home}/repo`, "init", "-q"], { env });
+  assertEquals(init.code, 0, init.stderr);
+  return { home, env };
+}
+
+/** Appends a core.fsmonitor that leaves a mark, to the included file (run from the dotfiles project). */
+const PLANT = (mark: string) =>
+  `printf '[core]\\n\\tfsmonitor = "touch ${mark}; false"\\n' >> gitconfig; echo "write=$?"`;
+
+for (const [name, fast] of ENGINES) {
+  const hp = engineRunner(fast, "git include");
+  test({
+    name:
+      `a file the person's git config includes, in the project, is protected (git outside runs nothing) (${name})`,
+    ignore: gitNeed,
+    fn: async () => {
+      const s = await scratch();
+      try {
+        // Control: written bare, git run outside (in another repository) runs it.
+        const c = await dotfilesHome(`${s.outside}/c`);
+        const mark0 = `${s.outside}/c/ran`;
+        await bare(["sh", "-c", PLANT(mark0)], { cwd: `${c.home}/dot`, env: c.env });
+        await bare(["git", "-C", `${c.home}/repo`, "status"], { env: c.env });
+        assertEquals(await exists(mark0), true, "control: git did not run the included fsmonitor");
+
+        const h = await dotfilesHome(s.outside);
+        const mark = `${s.outside}/ran`;
+        const r = await hp(["--no-ask", "-q", "--", "sh", "-c", PLANT(mark)], {
+          cwd: `${h.home}/dot`,
+          env: h.env,
+        });
+        assertEquals(r.stdout.trim(), "write=2", r.stderr); // sh: cannot create (EACCES)
+        assertEquals(await Deno.readTextFile(`${h.home}/dot/gitconfig`), "[color]\n\tui = auto\n");
+        await bare(["git", "-C", `${h.home}/repo`, "status"], { env: h.env });
+        assertEquals(await exists(mark), false, "git outside ran what the sandbox wrote");
+      } finally {
         await s.cleanup();
       }
     },
