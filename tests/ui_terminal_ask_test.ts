@@ -198,13 +198,14 @@ Deno.test("the AbortSignal withdraws a question (the process died)", async () =>
 
 Deno.test("keys typed before the question could be seen are ignored", async () => {
   const host = new FakeHost();
-  const ask = new TerminalAsk(host, { forMs: 1000, armDelayMs: 60 });
+  // An arm delay no pause of a loaded machine between the question and the key below outlasts.
+  const ask = new TerminalAsk(host, { forMs: 1000, armDelayMs: 1000 });
   let answer: Answer | null = null;
   const p = ask.ask(question(1, "/typeahead"), never()).then((a) => (answer = a));
   host.key("a"); // type-ahead meant for the program
   await tick();
   assertEquals(answer, null);
-  await new Promise((r) => setTimeout(r, 70));
+  await new Promise((r) => setTimeout(r, 1050));
   host.key("d");
   await p;
   assertEquals(answer, { kind: "deny", by: "terminal" });

@@ -133,7 +133,7 @@ test(
       assertEquals(lines[3], "/tmp/build/run.sh --fast");
       assertEquals(Tmux.scope(s), "/tmp/build/run.sh");
       await t.keys("Left");
-      s = await t.waitFor((x) => Tmux.scope(x) === "/tmp/build/**", "the wider scope", 5000);
+      s = await t.waitFor((x) => Tmux.scope(x) === "/tmp/build/**", "the wider scope");
       await t.keys("n");
       assertEquals(await second, { kind: "never", scope: "/tmp/build/**", by: "answer:carol" });
       await t.waitText("no questions");

@@ -156,7 +156,7 @@ async function runAgent(
         const bar = Tmux.bar(screen);
         if (bar.length >= 2) asked.push(bar[1]);
         await t.keys(answer);
-        await t.waitFor((s) => Tmux.bar(s)[1] !== bar[1] || !s.includes("[o] allow once"), "the answer", 5000)
+        await t.waitFor((s) => Tmux.bar(s)[1] !== bar[1] || !s.includes("[o] allow once"), "the answer")
           .catch(() => {});
       } else if (c.ui.test(screen)) {
         if (!calmSince) calmSince = Date.now();

@@ -13,7 +13,7 @@ async function running(cmdline: string): Promise<string[]> {
 for (const sig of ["SIGTERM", "SIGHUP"] as const) {
   Deno.test(`${sig} to hallpass: a command that ignores it is ended with the sandbox`, async () => {
     const s = await scratch();
-    const marker = `sleep 3${sig === "SIGTERM" ? 7 : 8}.5`;
+    const marker = `sleep 3${sig === "SIGTERM" ? 7 : 8}.${Deno.pid}`; // no other process has this command line
     try {
       const child = new Deno.Command(HALLPASS_ARGV[0], {
         args: [...HALLPASS_ARGV.slice(1), "--no-ask", "--", "sh", "-c", `trap "" TERM HUP; ${marker}`],
@@ -29,9 +29,9 @@ for (const sig of ["SIGTERM", "SIGHUP"] as const) {
       const st = await child.status;
       const took = Date.now() - started;
       ok(st.code === 128 + (sig === "SIGTERM" ? 15 : 1), `exit ${st.code}`);
-      ok(took < 8000, `took ${took} ms`);
+      ok(took < 20_000, `took ${took} ms`); // a 3 s grace period, then the sandbox is stopped: never hangs
       // Killed with the sandbox: gone once the kernel has delivered the SIGKILL (a bound, not a guess).
-      await until(async () => (await running(marker)).length === 0, "the sandboxed command to be gone", 5_000)
+      await until(async () => (await running(marker)).length === 0, "the sandboxed command to be gone")
         .catch(() => {
           throw new Error("the sandboxed command outlived hallpass");
         });

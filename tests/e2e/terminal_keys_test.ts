@@ -60,7 +60,7 @@ test({ name: "terminal key [t]: a second write in the scope does not ask", ignor
       // Widen the scope to the directory, then [t].
       while (Tmux.scope(s) !== `${dir}/outside/d/**`) {
         await t.keys("Left");
-        s = await t.waitFor((x) => Tmux.scope(x) !== Tmux.scope(s), "the scope to change", 5000);
+        s = await t.waitFor((x) => Tmux.scope(x) !== Tmux.scope(s), "the scope to change");
       }
       await t.keys("t");
       // Outside that scope: asks (the program's output from before may still be held back while the bar is up).
@@ -163,7 +163,7 @@ test(
           const step = async (key: string) => {
             const before = Tmux.scope(s);
             await t.keys(key);
-            s = await t.waitFor((x) => Tmux.scope(x) !== before, `${key} to change the scope`, 5000);
+            s = await t.waitFor((x) => Tmux.scope(x) !== before, `${key} to change the scope`);
             return Tmux.scope(s);
           };
           assertEquals(await step("Left"), `${dir}/outside/a/b/**`);
