@@ -408,12 +408,15 @@ export class Poller {
   }
 }
 
-/** access(path, X_OK) on the real file system (not a compiled binary's embedded one). */
+/**
+ * access(path, X_OK) on the real file system (not a compiled binary's embedded one). A path holding a NUL names
+ * nothing (the kernel would read a shorter, other path).
+ */
 export function executableOnDisk(path: string): boolean {
-  return libc().access(cstr(path), 1 /* X_OK */) === 0;
+  return !path.includes("\0") && libc().access(cstr(path), 1 /* X_OK */) === 0;
 }
 
-/** Whether `path` exists on the real file system (not the embedded one of a compiled binary). */
+/** Whether `path` exists on the real file system (not the embedded one of a compiled binary); see above for NUL. */
 export function existsOnDisk(path: string): boolean {
-  return libc().access(cstr(path), 0 /* F_OK */) === 0;
+  return !path.includes("\0") && libc().access(cstr(path), 0 /* F_OK */) === 0;
 }
