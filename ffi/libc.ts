@@ -113,12 +113,12 @@ export function errno(): number {
 
 /**
  * A failure to try again (the `tries`-th in a row): EINTR (a signal to this thread: the terminal's SIGWINCH, the
- * watchdog's), or EAGAIN where the call cannot mean it (a blocking call: what errno reads when the runtime's own
- * work on this thread overwrote it). A long run of them is an error: a supervisor loop must not spin, nor stop
- * the sandbox on one.
+ * watchdog's, a profiler's — each one real, so never a reason to give up), or EAGAIN where the call cannot mean
+ * it (a blocking call: what errno reads when the runtime's own work on this thread overwrote it). A long run of
+ * EAGAIN is an error: a supervisor loop must not spin, nor stop the sandbox on one.
  */
 export function transient(e: number, tries: number): boolean {
-  return (e === Errno.EINTR || e === Errno.EAGAIN) && tries < 1000;
+  return e === Errno.EINTR || (e === Errno.EAGAIN && tries < 1000);
 }
 
 /** Throws SysError when a libc call returned -1. */
