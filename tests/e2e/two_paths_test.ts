@@ -253,7 +253,7 @@ for (const [engine, fast] of ENGINES) {
           }
           const r = await hp(
             ["--no-ask", "-q", ...extra, "--allow-exec", helper, "--", helper, s.project, s.outside, "3"],
-            { cwd: s.project, timeoutMs: 60_000 },
+            { cwd: s.project, timeoutMs: 150_000 },
           );
           const m = r.stdout.match(/rename_race ok=(\d+) denied=(\d+) other=(\d+)/);
           assert(m, r.stdout + r.stderr);

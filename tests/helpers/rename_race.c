@@ -5,11 +5,15 @@
  *   - a thread swaps PROJECT/sw between a directory and a symlink to OUTSIDE (renameat2 RENAME_EXCHANGE of
  *     two names) while the main thread renames PROJECT/d/a onto PROJECT/sw/victim, and links it there.
  * Prints "rename_race ok=N denied=N other=N". Judged from outside: OUTSIDE must be unchanged.
+ * On a loaded machine the threads may not run at all for SECONDS: the renames start once both have, and go on
+ * past SECONDS (up to 60 s) until the race has happened: an allowed rename and a refused one (EACCES), or
+ * (without hallpass) OUTSIDE/victim overwritten.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +26,7 @@
 static char dst[4096];
 static char pa[4096], pb[4096], swd[4096], swl[4096];
 static atomic_int stop;
+static atomic_long flips, swaps;
 
 static void *flip(void *arg) {
   (void)arg;
@@ -29,14 +34,17 @@ static void *flip(void *arg) {
   while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
     memcpy(dst, pa, la);
     memcpy(dst, pb, lb);
+    atomic_fetch_add_explicit(&flips, 1, memory_order_relaxed);
   }
   return NULL;
 }
 
 static void *swap(void *arg) {
   (void)arg;
-  while (!atomic_load_explicit(&stop, memory_order_relaxed))
+  while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
     syscall(SYS_renameat2, AT_FDCWD, swd, AT_FDCWD, swl, 2 /* RENAME_EXCHANGE */);
+    atomic_fetch_add_explicit(&swaps, 1, memory_order_relaxed);
+  }
   return NULL;
 }
 
@@ -66,8 +74,24 @@ int main(int argc, char **argv) {
   pthread_t t1, t2;
   pthread_create(&t1, NULL, flip, NULL);
   pthread_create(&t2, NULL, swap, NULL);
-  double end = now() + secs;
-  while (now() < end) {
+  while (atomic_load(&flips) == 0 || atomic_load(&swaps) == 0) sched_yield();
+  double start = now(), end = start + secs;
+  char victim[4096];
+  snprintf(victim, sizeof victim, "%s/victim", outside);
+  for (long i = 0;; i++) {
+    double t = now();
+    if (t >= end) {
+      if (ok > 0 && denied > 0) break;
+      if (t - start > 60) break;
+      char b[8] = {0};
+      int v = open(victim, O_RDONLY | O_CLOEXEC);
+      if (v >= 0) {
+        ssize_t n = read(v, b, sizeof b - 1);
+        close(v);
+        if (n == 4 && memcmp(b, "pwn\n", 4) == 0) break; /* landed (the control, without hallpass) */
+      }
+      if (i % 16 == 0) sched_yield();
+    }
     int fd = open(src, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd >= 0) {
       if (write(fd, "pwn\n", 4) != 4) { /* counted below */ }
