@@ -16,8 +16,8 @@ const SOURCES: Record<string, string> = {
   evil: `#include <fcntl.h>
 #include <unistd.h>
 int main(void) { int fd = open("evil.log", O_WRONLY | O_APPEND | O_CREAT, 0644); write(fd, "x\\n", 2); return 66; }`,
-  // For SECONDS: fork a child in which a thread flips the path between ALLOWED and ./evil while the main
-  // thread execs it (50 tries), and again.
+  // For SECONDS (and on, up to 60 s, until MIN children have run): fork a child in which a thread flips the
+  // path between ALLOWED and ./evil while the main thread execs it (50 tries), and again.
   race: `#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -33,9 +33,9 @@ static void *flip(void *a) { (void)a; started = 1;
   for (;;) { strcpy(path, "./evil"); __asm__ volatile("" ::: "memory"); spin(2000);
              strcpy(path, allowed); __asm__ volatile("" ::: "memory"); spin(2000); } return 0; }
 int main(int argc, char **argv) {
-  time_t end = time(NULL) + atoi(argv[1]); int children = 0;
+  time_t start = time(NULL), end = start + atoi(argv[1]); int children = 0, min = argc > 3 ? atoi(argv[3]) : 0;
   strcpy(allowed, argv[2]);
-  while (time(NULL) < end) {
+  while (time(NULL) < end || (children < min && time(NULL) < start + 60)) {
     pid_t p = fork();
     if (p == 0) {
       strcpy(path, allowed); pthread_t t; pthread_create(&t, 0, flip, 0); while (!started) ;
@@ -89,8 +89,9 @@ Deno.test("racing thread swapping the exec path for 10 s under --no-ask: the ref
     await Deno.copyFile(`${b}/evil`, `${s.project}/evil`);
     await Deno.chmod(`${s.project}/evil`, 0o755);
     // Control 1: without hallpass the swap runs ./evil.
+    // It is a race: 2 s tries until it has landed, up to 60 s (at load one try may never flip in time).
     let bareRuns = 0;
-    for (let round = 0; bareRuns === 0 && round < 5; round++) {
+    for (const end = Date.now() + 60_000; bareRuns === 0 && Date.now() < end;) {
       await new Deno.Command(`${b}/race`, { args: ["2", "/usr/bin/true"], cwd: s.project, stdout: "null" })
         .output();
       bareRuns = await evilRuns(s.project);
@@ -98,10 +99,10 @@ Deno.test("racing thread swapping the exec path for 10 s under --no-ask: the ref
     assert(bareRuns > 0, "the race never ran ./evil without hallpass");
     await Deno.remove(`${s.project}/evil.log`);
     // Control 2: hallpass without the floor (an ask program that denies: no floor with a person or a program).
-    // The race is won a few times in seconds on a loaded machine: run until it lands, up to 5 rounds of 4 s.
+    // The race is won a few times in seconds on a loaded machine: run until it lands, 4 s tries up to 90 s.
     const ask = await askProgram(s.outside, "deny");
     let noFloorRuns = 0, rounds = 0;
-    while (noFloorRuns === 0 && rounds++ < 5) {
+    for (const end = Date.now() + 90_000; noFloorRuns === 0 && Date.now() < end; rounds++) {
       const noFloor = await hp(
         ["--ask-program", ask, "-q", "--", `${b}/race`, "4", "/usr/bin/true"],
         s.project,
@@ -110,8 +111,8 @@ Deno.test("racing thread swapping the exec path for 10 s under --no-ask: the ref
       noFloorRuns = await evilRuns(s.project);
     }
     await Deno.remove(`${s.project}/evil.log`).catch(() => {});
-    // The floor: --no-ask, 10 seconds.
-    const r = await hp(["--no-ask", "-q", "--", `${b}/race`, "10", "/usr/bin/true"], s.project);
+    // The floor: --no-ask, 10 seconds and at least 51 children (up to 60 s: at load a child can take long).
+    const r = await hp(["--no-ask", "-q", "--", `${b}/race`, "10", "/usr/bin/true", "51"], s.project);
     assertEquals(r.code, 0, r.stderr);
     const children = Number(/children (\d+)/.exec(r.stdout)?.[1] ?? 0);
     console.log(
