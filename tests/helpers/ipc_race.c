@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,11 +32,13 @@ static union {
 static struct sockaddr_in in4;
 static struct sockaddr_un un;
 static atomic_int stop;
+static atomic_int started;
 static int N = 100;
 static int send_mode;
 
 static void *flip_addr(void *arg) {
 	(void)arg;
+	atomic_fetch_add(&started, 1);
 	while (!atomic_load(&stop)) {
 		memcpy(&buf, &in4, sizeof in4);
 		memcpy(&buf, &un, sizeof un);
@@ -47,6 +50,7 @@ static void *flip_fd(void *arg) {
 	(void)arg;
 	/* non-blocking: hallpass's fast path performs IP connects of non-blocking sockets itself */
 	int inet = socket(AF_INET, (send_mode ? SOCK_DGRAM : SOCK_STREAM) | SOCK_NONBLOCK, 0);
+	atomic_fetch_add(&started, 1);
 	while (!atomic_load(&stop)) {
 		int u = socket(AF_UNIX, send_mode ? SOCK_DGRAM : SOCK_STREAM, 0);
 		dup2(inet, N);
@@ -80,6 +84,8 @@ int main(int argc, char **argv) {
 	pthread_t t1, t2;
 	pthread_create(&t1, NULL, flip_addr, NULL);
 	pthread_create(&t2, NULL, flip_fd, NULL);
+	/* On a loaded machine a thread may not run at all for SECONDS: the clock starts once both have. */
+	while (atomic_load(&started) < 2) sched_yield();
 	time_t end = time(NULL) + secs;
 	long attempts = 0, connected = 0;
 	while (time(NULL) < end) {
