@@ -17,7 +17,9 @@
  *   sysprobe add-key NAME             add_key("user", NAME, "planted", @u)
  *   sysprobe find-key NAME            keyctl(KEYCTL_SEARCH, @u, "user", NAME): "ok" when found
  *   sysprobe setflags FILE FLAGS      open FILE read-only, FS_IOC_SETFLAGS adding FLAGS (hex)
- *   sysprobe setflags-race FILE DECOY SECONDS   FS_IOC_SETFLAGS +A on fd 3 while a thread dup2s DECOY/FILE
+ *   sysprobe setflags-race FILE DECOY SECONDS   FS_IOC_SETFLAGS +A on fd 3 while a thread dup2s DECOY/FILE,
+ *                                     for SECONDS once the thread runs, and on (up to 60 s) until the race has
+ *                                     happened: FILE has the flag, and DECOY has it or a call was refused
  *   sysprobe setversion FILE N        open FILE read-only, FS_IOC_SETVERSION
  *   sysprobe reboot | sethostname | bpf | syslog | unshare-ns | mknod-block FILE | raw-socket | caps
  */
@@ -48,9 +50,10 @@ static int report(long r) {
 }
 
 static int race_fd_file, race_fd_decoy;
-static volatile int stop;
+static volatile int stop, swapping;
 static void *swapper(void *a) {
 	(void)a;
+	swapping = 1;
 	while (!stop) {
 		dup2(race_fd_decoy, 3);
 		dup2(race_fd_file, 3);
@@ -131,13 +134,22 @@ int main(int argc, char **argv) {
 		dup2(race_fd_file, 3);
 		pthread_t t;
 		pthread_create(&t, 0, swapper, 0);
-		time_t end = time(NULL) + atoi(argv[4]);
-		long n = 0;
+		while (!swapping) sched_yield();
+		time_t start = time(NULL), end = start + atoi(argv[4]);
+		long n = 0, refused = 0;
 		int old = 0;
 		ioctl(race_fd_file, 0x80086601 /* FS_IOC_GETFLAGS */, &old);
-		while (time(NULL) < end) {
+		for (;;) {
+			time_t now = time(NULL);
+			if (now >= end) {
+				int ff = 0, fd = 0;
+				ioctl(race_fd_file, 0x80086601, &ff);
+				ioctl(race_fd_decoy, 0x80086601, &fd);
+				if ((ff & 0x80) && ((fd & 0x80) || refused)) break;
+				if (now - start > 60) break;
+			}
 			int v = old | 0x80; /* FS_NOATIME_FL */
-			ioctl(3, 0x40086602, &v);
+			if (ioctl(3, 0x40086602, &v) < 0) refused++;
 			n++;
 		}
 		stop = 1;
