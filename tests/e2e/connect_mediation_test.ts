@@ -98,7 +98,7 @@ async function servers(): Promise<Servers> {
 }
 
 function hp(args: string[], cwd: string): Promise<Result> {
-  return hallpass(args, { cwd, env: ENV, timeoutMs: 30_000 });
+  return hallpass(args, { cwd, env: ENV, timeoutMs: 120_000 }); // generous: at load a sandbox is slow
 }
 
 /** A python client: connects (blocking or non-blocking) and prints the first response line, or the errno. */
@@ -609,9 +609,11 @@ def serve():
 threading.Thread(target=serve, daemon=True).start()
 x = os.path.join(allowed, "x.sock")
 stop = False
+started = threading.Event()
 def swap():
     i = 0
     while not stop:
+        if i == 2: started.set()
         t = os.path.join(allowed, "t%d" % (i % 2)); i += 1
         try: os.unlink(t)
         except FileNotFoundError: pass
@@ -620,7 +622,13 @@ def swap():
         os.rename(t, x)
 threading.Thread(target=swap, daemon=True).start()
 counts = {}
-for _ in range(300):
+# 300 connects once the swapper runs, and on (up to 60 s) until both the allowed socket and a refusal were seen:
+# the race happened (at load the swapper may not run in between).
+started.wait()
+hard = time.time() + 60
+n = 0
+while n < 300 or ((not counts.get("mine") or not counts.get("error")) and time.time() < hard):
+    n += 1
     s = socket.socket(socket.AF_UNIX)
     try:
         s.connect(x); r = s.recv(100).split(b"\\n")[0].decode()
@@ -673,6 +681,7 @@ Deno.test("unix sockets: a symlink planted or swapped in an allowed directory ca
     );
     assertEquals(r.code, 0, r.stderr);
     assert(/mine=\d+/.test(r.stdout), r.stdout + r.stderr); // the allowed socket was reached
+    assert(/error=\d+/.test(r.stdout), `the race never reached the forbidden socket: ${r.stdout}`);
     assert(!r.stdout.includes("HTTP"), `the forbidden server was reached: ${r.stdout}`);
   } finally {
     await s.cleanup();
