@@ -78,12 +78,12 @@ test({
       }).spawn();
       // Session A: its sandbox rewrites the fake repository's files (so they are from its session), lets B
       // flip, and exits: its exit check races the flips. Again until an exit check has found the fake
-      // repository (a walk that meets only the symlink finds nothing to move).
+      // repository (a walk that meets only the symlink finds nothing to move), up to 3 minutes.
       const touch = "for f in d/w/.git/config d/x/.git/config d/w/.git/hooks/* d/x/.git/hooks/*; do " +
         "touch $f 2>/dev/null; done; touch go; while [ ! -e flipping ]; do sleep 0.01; done";
       let found = false;
       let last = "";
-      for (let i = 0; i < 6 && !found; i++) {
+      for (const end = Date.now() + 180_000; !found && Date.now() < end;) { // at load a try takes long
         const a = await hallpass(["--no-ask", "--", "/bin/sh", "-c", touch], {
           cwd: s.project,
           timeoutMs: 60_000,
