@@ -212,7 +212,9 @@ test({
       });
       await plantSecret(rootfs);
       await buildFlip(rootfs);
-      const r = await runContainer("runc", `${dir}/${name}`, containerId(name));
+      // Generous: each refused open is a decision by the agent, and path_flip goes on (up to 60 s) until the
+      // race has happened; at load 2000 of them took more than 30 s.
+      const r = await runContainer("runc", `${dir}/${name}`, containerId(name), 150_000);
       assertEquals(r.code, 0, r.stderr);
       runs[name] = r.stdout;
     }
@@ -221,5 +223,6 @@ test({
     assert(count(runs.plain, "leaked") > 0, `control: ${runs.plain}`);
     assertEquals(count(runs.protect, "leaked"), 0, runs.protect);
     assert(count(runs.protect, "opened") > 0, `the harmless name was never opened: ${runs.protect}`);
+    assert(count(runs.protect, "failed") > 0, `the race never reached the key: ${runs.protect}`);
   });
 });

@@ -2,13 +2,16 @@
  * The path-in-memory race against a supervisor that checks then continues (tests/agent/protect_test.ts): a
  * thread rewrites the path buffer between a harmless name and a protected one while the main thread opens it
  * and reads what it got. Prints how many opens read the secret's first bytes (`MARK` on argv[3]) and how many
- * opens succeeded at all. Usage: path_flip BENIGN SECRET MARK [N]
+ * opens succeeded at all, and how many failed. Usage: path_flip BENIGN SECRET MARK [N]
+ * On a loaded machine the flipper may not run during N opens: they go on past N (up to 60 s) until the race has
+ * happened (the harmless file read, and the secret name either read or refused).
  */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static char buf[256];
@@ -47,11 +50,21 @@ int main(int argc, char **argv) {
   pthread_create(&t, NULL, flip, NULL);
   while (!started) {
   }
-  long leaked = 0, opened = 0;
+  long leaked = 0, opened = 0, failed = 0;
   char got[64];
-  for (long i = 0; i < n; i++) {
+  struct timespec t0, now;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (long i = 0;; i++) {
+    if (i >= n) {
+      if (opened > leaked && (leaked > 0 || failed > 0)) break;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if (now.tv_sec - t0.tv_sec > 60) break;
+    }
     int fd = open(buf, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
+    if (fd < 0) {
+      failed++;
+      continue;
+    }
     opened++;
     ssize_t r = read(fd, got, sizeof got - 1);
     close(fd);
@@ -62,6 +75,6 @@ int main(int argc, char **argv) {
   }
   stop = 1;
   pthread_join(t, NULL);
-  printf("leaked=%ld opened=%ld\n", leaked, opened);
+  printf("leaked=%ld opened=%ld failed=%ld\n", leaked, opened, failed);
   return 0;
 }
