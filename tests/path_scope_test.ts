@@ -151,7 +151,8 @@ Deno.test("huge paths stay linear", () => {
   const s = parsePathScope(deep + "/../x/**", { cwd: "/" });
   assert.equal(s.kind, "tree");
   assert.ok(scopeCovers(s, s.path + "/y"));
-  assert.ok(performance.now() - t0 < 500);
+  // Linear: ~0.1 s here; quadratic would take minutes. The bound leaves room for a loaded machine.
+  assert.ok(performance.now() - t0 < 5000, `${performance.now() - t0} ms`);
 });
 
 Deno.test("glob: one * in the last component, within that one directory", async (t) => {

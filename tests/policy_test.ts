@@ -434,8 +434,9 @@ Deno.test("speed: 100,000 rules compile and decide fast", () => {
   for (let i = 0; i < 100_000; i++) p.decide("write", `/data/${i}/x`, NOW);
   const decideMs = cpuMs() - t1;
   console.log(`100,000 rules: compile ${compileMs.toFixed(0)} ms, 100k decisions ${decideMs.toFixed(0)} ms`);
-  assert.ok(compileMs < 3000);
-  assert.ok(decideMs < 1000);
+  // ~0.4 s and ~0.1 s here: bounds a loaded machine keeps, that a slow algorithm does not.
+  assert.ok(compileMs < 15_000, `compile ${compileMs} ms`);
+  assert.ok(decideMs < 5000, `decide ${decideMs} ms`);
 });
 
 Deno.test("a very long path is decided in linear time", () => {
@@ -444,7 +445,7 @@ Deno.test("a very long path is decided in linear time", () => {
   const t0 = performance.now();
   assert.equal(p.decide("write", long, NOW).effect, "allow");
   assert.equal(p.decide("write", "/other" + long, NOW).effect, "ask");
-  assert.ok(performance.now() - t0 < 500);
+  assert.ok(performance.now() - t0 < 5000, `${performance.now() - t0} ms`); // ~0.2 s; quadratic: minutes
 });
 
 Deno.test("decide allocates nothing in the common path", () => {

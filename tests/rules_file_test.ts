@@ -367,17 +367,17 @@ Deno.test("huge inputs", async (t) => {
     );
     const ok = parseRules("allow write /" + "a/".repeat(1 << 19) + "x", opts());
     assert.equal(ok.length, 1);
-    assert.ok(performance.now() - t0 < 2000);
+    assert.ok(performance.now() - t0 < 10_000, `${performance.now() - t0} ms`); // ~0.1 s here
   });
   await t.step("a 1 MB comment line is skipped", () => {
     assert.deepEqual(parseRules("# " + "x".repeat(1 << 20) + "\nallow write /a", opts()).length, 1);
   });
-  await t.step("100,000 rules parse in well under a few seconds", () => {
+  await t.step("100,000 rules parse in seconds, not minutes", () => {
     const lines = Array.from({ length: 100_000 }, (_, i) => `allow write /data/d${i}/** # n${i}`).join("\n");
     const t0 = performance.now();
     const rules = parseRules(lines, opts());
     assert.equal(rules.length, 100_000);
     assert.equal(rules[99_999].source.kind === "file" && rules[99_999].source.line, 100_000);
-    assert.ok(performance.now() - t0 < 3000, `${performance.now() - t0} ms`);
+    assert.ok(performance.now() - t0 < 15_000, `${performance.now() - t0} ms`); // ~1 s at load 20 here
   });
 });
