@@ -60,7 +60,7 @@ test({ name: "bundle: ./hallpass runs build/js/main.js, not the sources", ignore
       stderr: "null",
     }).spawn();
     let cmdline = "";
-    for (let i = 0; i < 200 && !cmdline.includes("deno"); i++) {
+    for (let i = 0; i < 800 && !cmdline.includes("deno"); i++) { // up to 20 s on a loaded machine
       cmdline = (await Deno.readTextFile(`/proc/${child.pid}/cmdline`).catch(() => "")).replaceAll("\0", " ");
       if (!cmdline.includes("deno")) await new Promise((r) => setTimeout(r, 25));
     }
