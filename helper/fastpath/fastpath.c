@@ -69,8 +69,9 @@
  * done nothing. Taken for "the thread is gone", the call would stay unanswered and the sandboxed thread blocked.
  */
 static int notif_ioctl(int listener, unsigned long request, const void *arg) {
-	int r, tries = 0;
-	while ((r = ioctl(listener, request, arg)) < 0 && errno == EINTR && ++tries < 1000) {
+	int r;
+	while ((r = ioctl(listener, request, arg)) < 0 && errno == EINTR) {
+		/* each EINTR is a real signal (libc.ts transient): never a reason to give up */
 	}
 	return r;
 }

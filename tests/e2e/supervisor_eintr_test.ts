@@ -75,7 +75,7 @@ test({
   try {
     const log = `${s.outside}/eintr.log`;
     // Control: every such call fails, so the library reaches the fast path's calls, and the fast path asks
-    // again (1000 times) rather than take the first EINTR for an answer given.
+    // again (here 1000 times and on) rather than take the first EINTR for an answer given.
     const ctl = session(s.project, lib, log, 1, false).spawn();
     try {
       await until(async () => (await Deno.readTextFile(log).catch(() => "")).length >= 1000, "1000 EINTRs");
