@@ -225,9 +225,10 @@ export function checkNestedRepos(o: NestedRepoOptions, fs: RepoFs): NestedRepoRe
     // that was there, when git run in the session changed those (a checkout, a first object in a new directory).
     const completed = inProject(g) &&
       ["HEAD", "objects", "refs", "commondir"].some((n) => changed(fs.lstat(`${g}/${n}`)));
-    const found = completed
-      ? offending(g, fs, (st) => st !== undefined, "completed")
-      : offending(g, fs, changed);
+    const found = offending(g, fs, changed);
+    for (const f of completed ? offending(g, fs, (st) => st !== undefined, "completed") : []) {
+      if (!found.some((x) => x.path === f.path)) found.push(f);
+    }
     if (inProject(g)) {
       for (const f of found) moveAside(f.path, f.why);
       continue;
