@@ -122,12 +122,14 @@ Deno.test("protected paths: files the person's own git config includes are prote
     "/h/.gitconfig":
       '[include]\n\tpath = /p/git/config\n\tpath = ~/dot.cfg\n[includeIf "gitdir:~/w/"]\n\tpath = work.cfg\n',
     "/x/git/config": "[include]\n\tpath = /p/deeper.cfg\n",
+    "/p/git/config": "[core]\n\thooksPath = ~/p/hooks\n",
   });
   const got = paths(findProtectedPaths({ project: "/p", home: "/h", xdgConfig: "/x" }, fs));
   assert(got.includes("/p/git/config"), got.join(" "));
   assert(got.includes("/h/dot.cfg"), got.join(" ")); // ~ expanded
   assert(got.includes("/h/work.cfg"), got.join(" ")); // relative to the including file
   assert(got.includes("/p/deeper.cfg"), got.join(" ")); // $XDG_CONFIG_HOME/git/config's include
+  assert(got.includes("/h/p/hooks/**"), got.join(" ")); // core.hooksPath set in an included file
 });
 
 Deno.test("git config reading: sections, quotes, comments, last one wins, subsections skipped", () => {

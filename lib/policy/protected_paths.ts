@@ -217,7 +217,12 @@ export function findProtectedPaths(o: FindOptions, fs: ProtectFs): ProtectedPath
     // a relative path is relative to the including file.
     for (const f of [`${dir}/config`, `${dir}/config.worktree`]) {
       for (const inc of gitIncludePaths(fs.read(f) ?? "")) {
-        add("exact", fs.real(resolveFrom(dir, inc, o.home)), GIT_REASON);
+        const file = resolveFrom(dir, inc, o.home);
+        add("exact", fs.real(file), GIT_REASON);
+        // its core.hooksPath too (any of them: which one wins is git's order, not read here)
+        const h = gitConfigValue(fs.read(file) ?? "", "core", "hooksPath");
+        if (h && worktree) hookPaths.add(resolveFrom(worktree, h, o.home));
+        else if (h && (h.startsWith("/") || h.startsWith("~"))) hookPaths.add(resolveFrom(dir, h, o.home));
       }
     }
     // A submodule's working tree: its `.git` file points here, and rewriting it points git elsewhere.
@@ -239,7 +244,11 @@ export function findProtectedPaths(o: FindOptions, fs: ProtectFs): ProtectedPath
       add("exact", fs.real(f), GIT_REASON);
       const base = f.slice(0, f.lastIndexOf("/"));
       for (const inc of gitIncludePaths(fs.read(f) ?? "")) {
-        add("exact", fs.real(resolveFrom(base, inc, o.home)), GIT_REASON);
+        const file = resolveFrom(base, inc, o.home);
+        add("exact", fs.real(file), GIT_REASON);
+        // a core.hooksPath set there (`~/dotfiles/hooks`): hooks every repository runs
+        const h = gitConfigValue(fs.read(file) ?? "", "core", "hooksPath");
+        if (h) hookPaths.add(resolveFrom(gitDirs[0]?.worktree ?? project, h, o.home));
       }
     }
   }

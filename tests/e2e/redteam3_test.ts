@@ -311,7 +311,10 @@ async function dotfilesHome(base: string): Promise<{ home: string; env: Record<s
     `${home}/.gitconfig`,
     "[include]\n\tpath = ~/dot/gitconfig\n[user]\n\tname = t\n\temail = t@example.com\n",
   );
-  await Deno.writeTextFile(`${home}/dot/gitconfig`, "[color]\n\tui = auto\n");
+  await Deno.writeTextFile(
+    `${home}/dot/gitconfig`,
+    "[color]\n\tui = auto\n[core]\n\thooksPath = ~/dot/hooks\n",
+  );
   const env = { HOME: home, XDG_CONFIG_HOME: `${home}/.config`, GIT_CONFIG_NOSYSTEM: "1" };
   const init = await bare(["git", "-C", `${home}/repo`, "init", "-q"], { env });
   assertEquals(init.code, 0, init.stderr);
@@ -345,9 +348,50 @@ for (const [name, fast] of ENGINES) {
           env: h.env,
         });
         assertEquals(r.stdout.trim(), "write=2", r.stderr); // sh: cannot create (EACCES)
-        assertEquals(await Deno.readTextFile(`${h.home}/dot/gitconfig`), "[color]\n\tui = auto\n");
+        assertEquals(
+          await Deno.readTextFile(`${h.home}/dot/gitconfig`),
+          "[color]\n\tui = auto\n[core]\n\thooksPath = ~/dot/hooks\n",
+        );
         await bare(["git", "-C", `${h.home}/repo`, "status"], { env: h.env });
         assertEquals(await exists(mark), false, "git outside ran what the sandbox wrote");
+      } finally {
+        await s.cleanup();
+      }
+    },
+  });
+}
+
+/** Writes an executable pre-commit hook that leaves a mark, in the hooks directory the included config names. */
+const HOOK = (mark: string) =>
+  `mkdir -p hooks && printf '#!/bin/sh\\ntouch ${mark}\\n' > hooks/pre-commit; echo "write=$?"; chmod 755 hooks/pre-commit`;
+
+for (const [name, fast] of ENGINES) {
+  const hp = engineRunner(fast, "git include hooksPath");
+  test({
+    name: `the hooks directory an included git config names, in the project, is protected (${name})`,
+    ignore: gitNeed,
+    fn: async () => {
+      const s = await scratch();
+      try {
+        const commit = (home: string, env: Record<string, string>) =>
+          bare(["git", "-C", `${home}/repo`, "commit", "-q", "--allow-empty", "-m", "x"], { env });
+        // Control: written bare, a commit outside (in another repository) runs it.
+        const c = await dotfilesHome(`${s.outside}/c`);
+        const mark0 = `${s.outside}/c/ran`;
+        await bare(["sh", "-c", HOOK(mark0)], { cwd: `${c.home}/dot`, env: c.env });
+        await commit(c.home, c.env);
+        assertEquals(await exists(mark0), true, "control: git did not run the hook");
+
+        const h = await dotfilesHome(s.outside);
+        const mark = `${s.outside}/ran`;
+        const r = await hp(["--no-ask", "-q", "--", "sh", "-c", HOOK(mark)], {
+          cwd: `${h.home}/dot`,
+          env: h.env,
+        });
+        assertEquals(r.stdout.trim().startsWith("write="), true, r.stderr);
+        assertEquals(r.stdout.trim() === "write=0", false, `the hook was written: ${r.stdout}${r.stderr}`);
+        await commit(h.home, h.env);
+        assertEquals(await exists(mark), false, "git outside ran a hook the sandbox wrote");
       } finally {
         await s.cleanup();
       }
