@@ -64,7 +64,10 @@ Deno.test("redteam hallpass answer: what a hostile agent receives cannot answer 
   }).spawn();
   try {
     const answer = svc.backend().ask(question, ac.signal);
-    for (let i = 0; i < 600 && heard.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    // Generous: at load `hallpass answer` can take many seconds to start.
+    for (const end = Date.now() + 90_000; Date.now() < end && heard.length === 0;) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
     assert(heard.length > 0, "hallpass answer never reached the hostile agent");
     // Control: the token itself answers (what a Bearer client sends every agent).
     const ctl = await fetch(`${base}/api/questions`, { headers: { authorization: `Bearer ${TOKEN}` } });
