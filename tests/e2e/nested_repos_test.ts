@@ -110,14 +110,16 @@ test({
       await git(s.outside, s.outside, "init", "-q", "--bare", theirs);
       const script = [
         `printf 'gitdir: ${theirs}\\n' > ptr/.git`,
-        "for i in $(seq 600); do [ -e go ] && exit 0; sleep 0.05; done; exit 1",
+        "for i in $(seq 1800); do [ -e go ] && exit 0; sleep 0.05; done; exit 1",
       ].join("\n");
       await Deno.mkdir(`${s.project}/ptr`);
       const run = hallpass(["--no-ask", "-q", "--", "/bin/sh", "-c", script], {
         cwd: s.project,
         env: { ...GIT_ENV, HOME: s.outside },
+        timeoutMs: 150_000,
       });
-      for (let i = 0; i < 600 && !(await exists(`${s.project}/ptr/.git`)); i++) {
+      // Until the sandbox has planted the pointer: up to 90 s (at load its start alone takes seconds).
+      for (const end = Date.now() + 90_000; Date.now() < end && !(await exists(`${s.project}/ptr/.git`));) {
         await new Promise((r) => setTimeout(r, 50));
       }
       await Deno.writeTextFile(`${theirs}/hooks/pre-commit`, "#!/bin/sh\nexit 0\n");
