@@ -309,7 +309,7 @@ test({
             const r = await cri!.execSync(app.id, ["/bin/sh", "-c", "echo p > /tmp/probe"]);
             assertEquals(r.exit_code, 0, `probe ${i}: ${JSON.stringify(r)}`);
           }
-          await until(() => listenerFds(agent!.child.pid) <= before, "the listeners to be closed", 15_000)
+          await until(() => listenerFds(agent!.child.pid) <= before, "the listeners to be closed", 60_000)
             .catch(() => {
               const held = listenerFds(agent!.child.pid);
               throw new Error(

@@ -73,7 +73,7 @@ function fixHybridCgroups(): void {
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function until(fn: () => boolean | Promise<boolean>, what: string, timeoutMs = 15_000) {
+export async function until(fn: () => boolean | Promise<boolean>, what: string, timeoutMs = 60_000) {
   const end = Date.now() + timeoutMs;
   while (!(await fn())) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
@@ -112,7 +112,7 @@ export class AgentProcess {
       env: { NO_COLOR: "1" },
     }).spawn();
     const a = new AgentProcess(child);
-    await a.waitOutput(waitFor, 30_000);
+    await a.waitOutput(waitFor, 60_000);
     return a;
   }
 
@@ -120,7 +120,7 @@ export class AgentProcess {
     return this.#out;
   }
 
-  async waitOutput(re: RegExp, timeoutMs = 15_000): Promise<string> {
+  async waitOutput(re: RegExp, timeoutMs = 60_000): Promise<string> {
     await until(() => re.test(this.#out), `the agent to print ${re} (it printed:\n${this.#out})`, timeoutMs);
     return this.#out;
   }
