@@ -73,8 +73,10 @@ proj, out = sys.argv[1], sys.argv[2]
 d = os.path.join(proj, "nm")
 os.mkdir(d)
 stop = False
+started = threading.Event()
 def swap():
     i = 0
+    started.set()
     while not stop:
         i += 1
         try:
@@ -90,8 +92,19 @@ def swap():
             pass
 threading.Thread(target=swap, daemon=True).start()
 counts = {"ok": 0, "err": 0, "eacces": 0}
+def changed():  # without hallpass: the outside directory was written through the symlink
+    try:
+        return sorted(os.listdir(out)) != ["vdir", "victim"] or os.stat(os.path.join(out, "victim")).st_size != 4
+    except OSError:
+        return False
+# 700 rounds each once the swapper runs, and on (up to 60 s) until the race happened: a call refused (EACCES),
+# or (without hallpass) the outside changed. At load the swapper may not run in between.
 def work(k):
-    for j in range(700):
+    started.wait()
+    hard = time.time() + 60
+    j = -1
+    while j < 699 or (not (counts["eacces"] or changed()) and time.time() < hard):
+        j += 1
         for call in (
             lambda: os.close(os.open(os.path.join(d, "f%d_%d" % (k, j)), os.O_CREAT | os.O_WRONLY, 0o644)),
             lambda: os.close(os.open(os.path.join(d, "victim"), os.O_WRONLY | os.O_TRUNC)),
