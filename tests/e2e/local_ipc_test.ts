@@ -21,7 +21,7 @@ const ENV = { PATH: "/usr/local/bin:/usr/bin:/bin", LANG: "C", HOME: Deno.env.ge
 const MEDIATE = ["--mediate", "write,exec,connect"];
 
 function hp(args: string[], cwd: string, env: Record<string, string> = {}): Promise<Result> {
-  return hallpass(args, { cwd, env: { ...ENV, ...env }, timeoutMs: 90_000 });
+  return hallpass(args, { cwd, env: { ...ENV, ...env }, timeoutMs: 150_000 });
 }
 
 async function run(cmd: string[], env: Record<string, string> = {}, cwd?: string): Promise<Result> {
@@ -492,11 +492,25 @@ test({
       assert(reached, `control: the race never reached the ${tag} listener`);
     }
 
-    const a = await hp(["--no-ask", "--", race, `${s.outside}/stream.sock`, "3"], s.project);
-    const b = await hp(["--no-ask", "--", race, "--send", `${s.outside}/dgram.sock`, "3"], s.project);
-    const c = await hp(["--no-ask", "--", race, "--sendmsg", `${s.outside}/dgram.sock`, "3"], s.project);
+    // 3 s each, and on (up to 60 s) until a call was refused: the race reached the supervisor with the unix
+    // address (at load a few slow calls may all have met the IPv4 one).
+    const a = await hp(
+      ["--no-ask", "--", race, "--until-denied", `${s.outside}/stream.sock`, "3"],
+      s.project,
+    );
+    const b = await hp(
+      ["--no-ask", "--", race, "--until-denied", "--send", `${s.outside}/dgram.sock`, "3"],
+      s.project,
+    );
+    const c = await hp(
+      ["--no-ask", "--", race, "--until-denied", "--sendmsg", `${s.outside}/dgram.sock`, "3"],
+      s.project,
+    );
     assertEquals([a.code, b.code, c.code], [0, 0, 0], a.stderr.slice(-2000) + b.stderr.slice(-2000));
     console.log(a.stdout.trim(), "|", b.stdout.trim(), "|", c.stdout.trim());
+    for (const r of [a, b, c]) {
+      assert(/denied [1-9]/.test(r.stdout), `the race never reached the supervisor's refusal: ${r.stdout}`);
+    }
     const lines = [...await l.drain("stream"), ...await ld.drain("dgram")];
     assertEquals(lines, [], "the race reached a unix socket outside");
   } finally {

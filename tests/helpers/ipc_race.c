@@ -5,9 +5,12 @@
  * third puts an IPv4 socket and a fresh unix socket at fd N by turns (dup2). Any connect that reaches the
  * unix socket is an escape; the listener outside counts them.
  *
- *   ipc_race UNIX_PATH SECONDS      prints "attempts N connected M" (M: connects that returned 0 on a unix fd)
+ *   ipc_race UNIX_PATH SECONDS      prints "attempts N connected M denied D" (M: calls that returned 0,
+ *                                   D: calls refused with EACCES or EPERM: the supervisor saw the unix address)
  *   ipc_race --send UNIX_PATH SECONDS    the same with sendto of a datagram instead of connect
  *   ipc_race --sendmsg UNIX_PATH SECONDS the same with sendmsg (the address in a msghdr, also flipped)
+ *   --until-denied (first): go on past SECONDS (up to 60 s) until a call was refused: the race reached the
+ *   supervisor (at load a refused call can take long, and a few calls may all have met the IPv4 address).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -61,11 +64,15 @@ static void *flip_fd(void *arg) {
 }
 
 int main(int argc, char **argv) {
-	int a = 1;
-	if (argc > 1 && strcmp(argv[1], "--send") == 0) {
+	int a = 1, until_denied = 0;
+	if (argc > 1 && strcmp(argv[1], "--until-denied") == 0) {
+		until_denied = 1;
+		a++;
+	}
+	if (argc > a && strcmp(argv[a], "--send") == 0) {
 		send_mode = 1;
 		a++;
-	} else if (argc > 1 && strcmp(argv[1], "--sendmsg") == 0) {
+	} else if (argc > a && strcmp(argv[a], "--sendmsg") == 0) {
 		send_mode = 2;
 		a++;
 	}
@@ -86,9 +93,11 @@ int main(int argc, char **argv) {
 	pthread_create(&t2, NULL, flip_fd, NULL);
 	/* On a loaded machine a thread may not run at all for SECONDS: the clock starts once both have. */
 	while (atomic_load(&started) < 2) sched_yield();
-	time_t end = time(NULL) + secs;
-	long attempts = 0, connected = 0;
-	while (time(NULL) < end) {
+	time_t start = time(NULL), end = start + secs;
+	long attempts = 0, connected = 0, denied = 0;
+	for (;;) {
+		time_t now = time(NULL);
+		if (now >= end && (!until_denied || denied > 0 || now - start > 60)) break;
 		int r;
 		if (send_mode == 2) {
 			struct iovec iov = {"x", 1};
@@ -98,10 +107,11 @@ int main(int argc, char **argv) {
 		else r = connect(N, &buf.sa, sizeof un);
 		attempts++;
 		if (r >= 0) connected++;
+		else if (errno == EACCES || errno == EPERM) denied++;
 	}
 	atomic_store(&stop, 1);
 	pthread_join(t1, NULL);
 	pthread_join(t2, NULL);
-	printf("attempts %ld connected %ld\n", attempts, connected);
+	printf("attempts %ld connected %ld denied %ld\n", attempts, connected, denied);
 	return 0;
 }
