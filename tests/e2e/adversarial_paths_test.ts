@@ -108,19 +108,30 @@ for (const [E, fast] of ENGINES) {
       await Deno.mkdir(`${s.outside}/okdir`);
       await Deno.mkdir(`${s.outside}/secretdir`);
       await Deno.symlink(`${s.outside}/okdir`, `${s.project}/d`);
-      // The answer comes after 1.5 s; meanwhile the sandbox points the links elsewhere.
+      // Both questions are pending (the ask program marks each), then the sandbox points the links elsewhere,
+      // and only then the answer comes: no timing (a fixed 0.5 s for both writes to be asked could run out at
+      // load, and a write asked after the swap would be asked about the new target). Each wait ends at 60 s.
       const ask = `${s.outside}/../slow.sh`;
-      await Deno.writeTextFile(ask, `#!/bin/sh\ncat >> '${s.outside}/../q.jsonl'\nsleep 1.5\necho once\n`);
+      await Deno.writeTextFile(
+        ask,
+        `#!/bin/sh\ncat >> '${s.outside}/../q.jsonl'\ntouch '${s.project}/asked.'$$\n` +
+          `i=0; while [ ! -e '${s.project}/swapped' ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n` +
+          `echo once\n`,
+      );
       await Deno.chmod(ask, 0o755);
-      const script = `(echo pwn >> l) & (echo pwn > d/f) & sleep 0.5
-      ln -sfn '${s.outside}/secret' l; ln -sfn '${s.outside}/secretdir' d; wait; echo done`;
+      const script = `(echo pwn >> l) & (echo pwn > d/f) &
+      i=0; while [ "$(ls | grep -c '^asked\\.')" -lt 2 ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done
+      echo "pending $(ls | grep -c '^asked\\.')"
+      ln -sfn '${s.outside}/secret' l; ln -sfn '${s.outside}/secretdir' d; touch swapped; wait; echo done`;
       const e = await engine(fast, "swapped after approval");
       const r = await hallpass(["--ask-program", ask, "--", "sh", "-c", script], {
         cwd: s.project,
         env: e.env,
+        timeoutMs: 150_000,
       });
       await e.check();
-      assertEquals(r.stdout, "done\n", r.stderr);
+      // "pending 2": the swap came while both writes waited for their answer (the race happened).
+      assertEquals(r.stdout, "pending 2\ndone\n", r.stderr);
       assertEquals(await Deno.readTextFile(`${s.outside}/secret`), "s");
       assert(!(await exists(`${s.outside}/secretdir/f`)), "wrote into the swapped-in directory");
       // What was approved is what was written.
