@@ -212,6 +212,8 @@ const WORKLOADS: Workload[] = [
 interface Outcome {
   code: number;
   out: string;
+  /** hallpass's own stderr lines (what the exit check moved aside, and why). */
+  err: string;
   files: string;
   questions: { op: string; target: string }[];
 }
@@ -245,7 +247,7 @@ async function run(w: Workload, mode: "bare" | "plain" | "tuned"): Promise<Outco
       B: base,
       ...(mode === "tuned" ? w.tuned.env(base) : {}),
     };
-    let code: number, stdout: string;
+    let code: number, stdout: string, stderr = "";
     let questions: Outcome["questions"] = [];
     if (mode === "bare") {
       const r = await new Deno.Command("/bin/sh", {
@@ -280,6 +282,7 @@ async function run(w: Workload, mode: "bare" | "plain" | "tuned"): Promise<Outco
       );
       code = r.code;
       stdout = r.stdout;
+      stderr = r.stderr;
       questions = (await Deno.readTextFile(qlog).catch(() => "")).split("\n").filter((l) => l.trim())
         .map((l) => JSON.parse(l));
       if (code !== 0) console.error(r.stderr);
@@ -287,6 +290,7 @@ async function run(w: Workload, mode: "bare" | "plain" | "tuned"): Promise<Outco
     return {
       code,
       out: norm(stdout, base),
+      err: stderr.split("\n").filter((l) => l.startsWith("hallpass")).join("\n"),
       files: await files(base, w.ignore),
       questions: questions.map((x) => ({ op: x.op, target: norm(x.target, base) })),
     };
@@ -334,7 +338,7 @@ for (const w of WORKLOADS) {
         assertEquals(
           diff(unquarantine(o.files, w.quarantined), bare.files),
           [],
-          `${label}: files in the project differ`,
+          `${label}: files in the project differ; hallpass said:\n${o.err}`,
         );
       }
       assertEquals(tuned.questions, [], "tuned: questions left");
