@@ -61,7 +61,7 @@ for (const [E, fast] of ENGINES) {
     );
     try {
       assert(
-        await waitFor(() => exists(`${s.project}/ready`), 15_000),
+        await waitFor(() => exists(`${s.project}/ready`), 60_000), // generous: a sandbox's start at load
         "the writes after the FIFO open hung",
       );
       assertEquals(await Deno.readTextFile(`${s.project}/d/two.txt`), "two\n");
@@ -88,7 +88,7 @@ for (const [E, fast] of ENGINES) {
       "mkfifo ff; (exec 3>ff) & pid=$!; echo x > after.txt; kill $pid; wait; echo ok",
       e.env,
     );
-    const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
     try {
       const out = await child.output();
       clearTimeout(timer);
@@ -121,7 +121,7 @@ for (const [E, fast] of ENGINES) {
         "--allow-exec",
         helper,
       ]);
-      const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+      const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
       const out = await child.output();
       clearTimeout(timer);
       await e.check();
