@@ -20,7 +20,8 @@ HALLPASS=${HALLPASS:-$ROOT/hallpass}
 command -v tmux >/dev/null || { echo "bench/pty.sh: tmux is needed" >&2; exit 1; }
 FLOOR=$ROOT/bench/build/floor_relay
 if [ "${PTY_FLOOR:-1}" != 0 ] && { [ ! -x "$FLOOR" ] || [ "$ROOT/bench/floor_relay.c" -nt "$FLOOR" ]; }; then
-	mkdir -p "$ROOT/bench/build" && gcc -O2 -o "$FLOOR" "$ROOT/bench/floor_relay.c" -lutil || exit 1
+	mkdir -p "$ROOT/bench/build" && gcc -O2 -o "$FLOOR" "$ROOT/bench/floor_relay.c" -lutil ||
+		{ echo "bench/pty.sh: no floor relay row (bench/floor_relay.c does not build)" >&2; PTY_FLOOR=0; }
 fi
 D=$(mktemp -d)
 SOCK=hp-bench-pty-$$
