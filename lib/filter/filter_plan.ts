@@ -132,6 +132,14 @@ export function filterPlan(opts: FilterOptions): FilterEntry[] {
       value: req,
     }]);
   }
+  // File leases: a lease the sandbox takes on a file it may only read (your ~/.bashrc, a repository's config)
+  // makes every opener outside that writes or truncates it wait for the lease break (45 s by default).
+  refuse("fcntl", EACCES, "file leases would make programs outside wait", [{
+    arg: 1,
+    op: "masked_eq",
+    mask: 0xffffffffn,
+    value: 1024n, /* F_SETLEASE */
+  }]);
   // User namespaces (and so new mount namespaces) are refused; clone3 keeps its flags in a struct.
   const CLONE_NEWUSER = 0x10000000n;
   refuse("unshare", EPERM, "user namespaces", [{

@@ -186,3 +186,37 @@ test({
     await s.cleanup();
   }
 });
+
+Deno.test("file leases: F_SETLEASE is refused (a read lease on a file outside would make its writers outside wait)", async () => {
+  const s = await scratch();
+  try {
+    const victim = `${s.outside}/rc`;
+    await Deno.writeTextFile(victim, "x\n");
+    // A read lease on a file the program may only read; a writer outside then waits for the lease break.
+    const py = `import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+try:
+    fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)
+    print("leased")
+except OSError as e:
+    print("refused", e.errno)
+fcntl.fcntl(os.open(sys.argv[2], os.O_RDONLY), fcntl.F_GETFL)  # other fcntl calls go on as before
+print("getfl ok")`;
+    const control = await new Deno.Command("/usr/bin/python3", {
+      args: ["-c", py, victim, victim],
+      stdout: "piped",
+    })
+      .output();
+    assertEquals(
+      new TextDecoder().decode(control.stdout),
+      "leased\ngetfl ok\n",
+      "control: the lease works bare",
+    );
+    const r = await hallpass(["--no-ask", "-q", "--", "/usr/bin/python3", "-c", py, victim, victim], {
+      cwd: s.project,
+    });
+    assertEquals(r.stdout, "refused 13\ngetfl ok\n", r.stderr);
+  } finally {
+    await s.cleanup();
+  }
+});
