@@ -72,7 +72,7 @@ build/deps.stamp: runtime.lock deno.json | deno
 	@touch $@
 
 # The seccomp filter, compiled once here (lib/filter/filter_build.ts): hallpass reads it instead of compiling at start-up.
-build/filter.bpf: lib/filter/filter_plan.ts lib/filter/filter_sys.ts lib/filter/syscall_table.ts lib/filter/filter_build.ts lib/filter/filter_files.ts ffi/seccomp.ts helper/bpf/prebuild.ts build/deps.stamp
+build/filter.bpf: lib/filter/filter_plan.ts lib/filter/filter_sys.ts lib/filter/syscall_table.ts lib/filter/filter_build.ts lib/filter/filter_files.ts ffi/seccomp.ts ffi/errors.ts helper/bpf/prebuild.ts build/deps.stamp
 	@mkdir -p build
 	$(DENO) run --quiet --allow-all --no-prompt --cached-only $(RUNTIME_LOCK) helper/bpf/prebuild.ts build >/dev/null
 

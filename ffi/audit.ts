@@ -5,6 +5,7 @@
  * Docs: kernel Documentation/admin-guide/LSM/landlock.rst (record types), userspace-api/landlock.rst (flags).
  */
 import { close, pollAsync, pollFds, ptrOf, SYS, sys } from "./libc.ts";
+import { Errno } from "./errors.ts";
 
 // Raw system calls through the libc already loaded (a library of its own would cost a dlopen at every start).
 const nl = {
@@ -41,8 +42,7 @@ const AUDIT_GET = 1000;
 const NLMSG_ERROR = 2;
 const NLM_F_REQUEST = 1;
 const MSG_DONTWAIT = 0x40;
-const ENOBUFS = 105;
-const EAGAIN = 11;
+const { ENOBUFS, EAGAIN } = Errno;
 
 /** Landlock's record types (include/uapi/linux/audit.h). */
 export const AUDIT_LANDLOCK_ACCESS = 1423;

@@ -4,6 +4,7 @@
  */
 import { AT, AT_FDCWD, cstr, fslib, libc, libcMore, O, result, SYS, sys } from "./libc.ts";
 import { openat2, RESOLVE } from "./notify.ts";
+import { Errno } from "./errors.ts";
 
 /** Opens a canonical directory path without following any symlink or magic link. */
 export function openDirNoSymlinks(dir: string): number {
@@ -39,7 +40,7 @@ export const fs = {
   /** fchmodat2 with AT_SYMLINK_NOFOLLOW (Linux 6.6+): on a symlink, EOPNOTSUPP as the kernel says. */
   fchmodatNoFollow: (dfd: number, name: Uint8Array<ArrayBuffer>, mode: number) => {
     const r = sys(SYS.fchmodat2, dfd, ptr(name), mode, AT.SYMLINK_NOFOLLOW);
-    if (r !== -38) return r;
+    if (r !== -Errno.ENOSYS) return r;
     // Older kernels: open the entry without following it, then chmod through /proc/self/fd.
     const fd = result(libc().openat(dfd, name, O.PATH | O.NOFOLLOW | O.CLOEXEC, 0));
     if (fd < 0) return fd;

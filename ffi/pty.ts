@@ -18,7 +18,7 @@
  * ```
  */
 
-import { SysError } from "./errors.ts";
+import { Errno, SysError } from "./errors.ts";
 
 const SYMBOLS = {
   /** int *__errno_location(void); */
@@ -97,9 +97,7 @@ const POLLOUT = 0x4;
 const POLLERR = 0x8;
 const POLLHUP = 0x10;
 const POLLNVAL = 0x20;
-const EINTR = 4;
-const EAGAIN = 11;
-const EIO = 5;
+const { EINTR, EAGAIN, EIO } = Errno;
 /** sizeof(struct termios) with glibc is 60; a little slack costs nothing. */
 const TERMIOS_SIZE = 64;
 

@@ -6,7 +6,7 @@
  * mask are inherited too: the launcher resets both itself.
  */
 import { cstr, libc, pollReadable, ptrOf, SYS, sys } from "./libc.ts";
-import { SysError } from "./errors.ts";
+import { Errno, SysError } from "./errors.ts";
 
 export interface ExitStatus {
   /** The exit code, or 0 when a signal ended it. */
@@ -52,7 +52,7 @@ export function spawn(path: string, args: string[]): Spawned {
       await pollReadable(pidfd);
       // siginfo_t: si_code at 8, si_status at 24 (x86_64 and aarch64)
       const r = sys(SYS.waitid, P_PIDFD, pidfd, ptrOf(info), WEXITED);
-      if (r === -4 /* EINTR */) continue;
+      if (r === -Errno.EINTR) continue;
       open = false;
       libc().close(pidfd);
       if (r < 0) return { code: 255, signal: 0 };

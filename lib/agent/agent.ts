@@ -33,6 +33,7 @@ import {
   podRuleFiles,
   type ProcessState,
 } from "./runtime_state.ts";
+import { Errno } from "../../ffi/errors.ts";
 
 export interface AgentOptions {
   /** The socket runtimes connect to (the profile's listenerPath). */
@@ -446,7 +447,7 @@ async function readMessage(
     try {
       r = recvWithFds(fd, 65536);
     } catch (e) {
-      if ((e as { errno?: number }).errno === 11) continue; // EAGAIN
+      if ((e as { errno?: number }).errno === Errno.EAGAIN) continue;
       fds.forEach(close);
       throw e;
     }

@@ -6,6 +6,7 @@
 import { CREDENTIAL_CALLS, NEW_SYSCALL_NUMBERS, WRITE_CALLS } from "./syscall_table.ts";
 import { refusedSockets } from "../policy/socket_policy.ts";
 import { sysFilterEntries } from "./filter_sys.ts";
+import { Errno } from "../../ffi/errors.ts";
 
 export type FilterAction = { kind: "notify" } | { kind: "errno"; errno: number };
 
@@ -25,7 +26,7 @@ export interface FilterEntry {
   why: string;
 }
 
-const EPERM = 1, EACCES = 13, ENOSYS = 38;
+const { EPERM, EACCES, ENOSYS } = Errno;
 
 const NOTIFY: FilterAction = { kind: "notify" };
 

@@ -6,8 +6,9 @@
  */
 import type { FilterArg, FilterEntry } from "./filter_plan.ts";
 import { NEW_SYSCALL_NUMBERS } from "./syscall_table.ts";
+import { Errno } from "../../ffi/errors.ts";
 
-const EPERM = 1;
+const { EPERM } = Errno;
 
 /**
  * System-wide calls: refused for every sandbox, root or not. Without their capability (dropped for root by the

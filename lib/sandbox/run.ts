@@ -45,6 +45,7 @@ import { DENIED_STATUS, finalStatus } from "../cli/fail_on_deny.ts";
 import { SupervisorHost } from "../supervisor/host.ts";
 import type { PtySession } from "../ui/pty_session.ts";
 import { lazyImport } from "../util/lazy_import.ts";
+import { Errno } from "../../ffi/errors.ts";
 
 export class HallpassError extends Error {
   constructor(message: string, readonly hint?: string) {
@@ -55,7 +56,7 @@ export class HallpassError extends Error {
 /** Launcher protocol (helper/launcher/launcher.c). */
 const MAGIC = 0x31504c48;
 const CFG = { RULESET: 1, PTY: 2, WAIT_KILLABLE: 4, SIGINT_IGN: 8, SIGQUIT_IGN: 16, LOG_DENIALS: 32 };
-const EACCES = 13;
+const { EACCES } = Errno;
 /** How long a command told to end (SIGTERM, SIGHUP) may take before hallpass ends the whole sandbox. */
 const END_GRACE_MS = 3000;
 

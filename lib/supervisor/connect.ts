@@ -34,9 +34,9 @@ import { Resolver } from "./resolve.ts";
 import { hostView } from "./view.ts";
 import { unixAddr } from "../../ffi/unix_socket.ts";
 import type { Respond } from "./respond.ts";
+import { Errno } from "../../ffi/errors.ts";
 
-const EPERM = 1, EACCES = 13, EFAULT = 14, EINVAL = 22, EMSGSIZE = 90, EOPNOTSUPP = 95, ECONNREFUSED = 111;
-const EINPROGRESS = 115, EAGAIN = 11;
+const { EPERM, EACCES, EFAULT, EINVAL, EMSGSIZE, EOPNOTSUPP, ECONNREFUSED, EINPROGRESS, EAGAIN } = Errno;
 const MSG_FASTOPEN = 0x20000000, MSG_DONTWAIT = 0x40, MSG_NOSIGNAL = 0x4000;
 const MAX_DATA = 1 << 20;
 
@@ -133,9 +133,9 @@ function notThereErrno(path: string): number {
   try {
     Deno.lstatSync(path);
   } catch (e) {
-    if (e instanceof Deno.errors.NotADirectory) return 20;
+    if (e instanceof Deno.errors.NotADirectory) return Errno.ENOTDIR;
   }
-  return 2;
+  return Errno.ENOENT;
 }
 
 /** Writes a loopback or bound address (IPv4 dotted, `::1`, `::ffff:a.b.c.d`) into a sockaddr_in/in6. */

@@ -218,7 +218,7 @@ export function decideRead(req: ReadRequest, ctx: DecideContext): Decision {
   return { answer: "perform", by: "read" };
 }
 
-const EPERM = 1, ENOENT = 2, EEXIST = 17, EADDRINUSE = 98;
+const { EPERM, ENOENT, EEXIST, EADDRINUSE } = Errno;
 const O_CREAT = 0o100, O_EXCL = 0o200, O_TMPFILE = 0o20200000;
 const CONTINUE: Decision = { answer: "continue" };
 

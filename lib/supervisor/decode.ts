@@ -25,8 +25,9 @@ import type { NetKind } from "./connect.ts";
 import type { Resolved, Resolver } from "./resolve.ts";
 import type { FsView } from "./view.ts";
 import { type Found, tailErrno, tailFollows, tailOf } from "./path_forms.ts";
+import { Errno } from "../../ffi/errors.ts";
 
-const EACCES = 13, EILSEQ = 84;
+const { EACCES, EILSEQ } = Errno;
 const O_CREAT = 0o100, O_EXCL = 0o200, O_TRUNC = 0o1000, O_NOFOLLOW = 0o400000;
 
 /** One end of a call, as decided: a canonical path, or something with no path (`anon`: a pipe, a memfd). */
@@ -471,7 +472,7 @@ function sameFile(view: FsView, a: string, b: string): boolean {
 /** ENOENT, ENOTDIR or EACCES when execve would fail on `path` for those reasons, else 0. */
 function notRunnable(view: FsView, path: string): number {
   const r = view.accessExec(path); // access(X_OK): one system call, real ids (the sandbox's own)
-  if (r === -2 || r === -20 || r === -13) return -r;
+  if (r === -Errno.ENOENT || r === -Errno.ENOTDIR || r === -EACCES) return -r;
   if (r < 0) return 0; // anything else: let the kernel say it
   return view.isDirectory(path) ? EACCES : 0;
 }

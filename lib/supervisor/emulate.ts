@@ -21,17 +21,9 @@ import type { ProcInfo } from "./proc_info.ts";
 import type { Respond } from "./respond.ts";
 import type { Pending } from "./questions.ts";
 import { openFlags } from "./decode.ts";
+import { Errno } from "../../ffi/errors.ts";
 
-const EPERM = 1,
-  EAGAIN = 11,
-  EACCES = 13,
-  EFAULT = 14,
-  ENXIO = 6,
-  EISDIR = 21,
-  EINVAL = 22,
-  ENAMETOOLONG = 36,
-  ENOSYS = 38,
-  EOPNOTSUPP = 95;
+const { EPERM, EAGAIN, EACCES, EFAULT, ENXIO, EISDIR, EINVAL, ENAMETOOLONG, ENOSYS, EOPNOTSUPP } = Errno;
 const O_NONBLOCK = 0o4000, O_PATH = 0o10000000;
 const O_WRONLY = 0o1, O_CREAT = 0o100, O_NOFOLLOW = 0o400000, O_CLOEXEC = 0o2000000;
 const O_TMPFILE = 0o20200000;

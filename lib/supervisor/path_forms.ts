@@ -11,6 +11,7 @@
  * @module
  */
 import type { WriteKind } from "../filter/syscall_table.ts";
+import { Errno } from "../../ffi/errors.ts";
 
 /** How a path's last component is written. */
 export type Tail = "plain" | "slash" | "dot" | "dotdot";
@@ -18,7 +19,7 @@ export type Tail = "plain" | "slash" | "dot" | "dotdot";
 /** What is at a path: the last component not followed (`link`: a symlink), or followed. */
 export type Found = "none" | "dir" | "link" | "other";
 
-const ENOENT = 2, EPERM = 1, EEXIST = 17, ENOTDIR = 20, EISDIR = 21, EINVAL = 22, EBUSY = 16, ENOTEMPTY = 39;
+const { ENOENT, EPERM, EEXIST, ENOTDIR, EISDIR, EINVAL, EBUSY, ENOTEMPTY } = Errno;
 
 /** The tail of a path as written ("/" itself is plain). */
 export function tailOf(p: string): Tail {

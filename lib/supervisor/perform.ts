@@ -13,8 +13,9 @@ import type { Pending, Questions } from "./questions.ts";
 import type { Report } from "./report.ts";
 import type { Respond } from "./respond.ts";
 import type { SessionConfig, ToMain } from "./session_config.ts";
+import { Errno } from "../../ffi/errors.ts";
 
-const EACCES = 13;
+const { EACCES } = Errno;
 
 export interface PerformDeps {
   cfg: SessionConfig;

@@ -20,8 +20,9 @@ import type { ProcInfo } from "./proc_info.ts";
 import type { Context } from "./context.ts";
 import type { WriteCall } from "../filter/syscall_table.ts";
 import type { FsView } from "./view.ts";
+import { Errno } from "../../ffi/errors.ts";
 
-const EACCES = 13;
+const { EACCES } = Errno;
 const O_NONBLOCK = 0o4000, O_NOCTTY = 0o400, O_DIRECTORY = 0o200000, O_NOFOLLOW = 0o400000;
 const O_CLOEXEC = 0o2000000, O_PATH = 0o10000000;
 /** The kernel's VALID_OPEN_FLAGS (x86_64 and aarch64 values): openat2 refuses other bits, openat ignores them. */

@@ -11,6 +11,7 @@
 import { readlink } from "../../ffi/libc.ts";
 import type { FsView } from "./view.ts";
 import { normalizePath } from "../policy/path_scope.ts";
+import { Errno } from "../../ffi/errors.ts";
 
 export type Resolved =
   | { kind: "path"; path: string }
@@ -19,7 +20,7 @@ export type Resolved =
   | { kind: "anon"; what: string; via?: string }
   | { kind: "error"; errno: number };
 
-const ENOENT = 2, ENOTDIR = 20, ELOOP = 40, ENAMETOOLONG = 36;
+const { ENOENT, ENOTDIR, ELOOP, ENAMETOOLONG } = Errno;
 
 /**
  * Resolves paths in one sandbox's file system (its {@link FsView}), with a short-lived cache of canonical

@@ -10,6 +10,7 @@
  * @module
  */
 import type { Notification, NotifyFd } from "../../ffi/notify.ts";
+import { Errno } from "../../ffi/errors.ts";
 
 export interface Stats {
   notifications: number;
@@ -25,7 +26,7 @@ export interface FastStats {
   refused: number;
 }
 
-const EACCES = 13;
+const { EACCES } = Errno;
 
 export class Respond {
   readonly stats: Stats = { notifications: 0, continued: 0, emulated: 0, denied: 0 };
@@ -80,13 +81,13 @@ export class Respond {
   }
 
   /** Refused by a decision: counted as denied. */
-  deny(n: Notification, errno = EACCES): void {
+  deny(n: Notification, errno: number = EACCES): void {
     this.#nfd.fail(n.id, errno);
     this.stats.denied++;
   }
 
   /** Refused by a decision, only while the notification is still valid (false: the caller is gone). */
-  denyIfValid(n: Notification, errno = EACCES): boolean {
+  denyIfValid(n: Notification, errno: number = EACCES): boolean {
     if (!this.#nfd.idValid(n.id)) return false;
     this.deny(n, errno);
     return true;

@@ -28,8 +28,9 @@ import {
 } from "../filter/filter_sys.ts";
 import type { Policy } from "../policy/policy.ts";
 import type { Respond } from "./respond.ts";
+import { Errno } from "../../ffi/errors.ts";
 
-const EPERM = 1, ESRCH = 3;
+const { EPERM, ESRCH } = Errno;
 
 type Kind = "process" | "keyring" | "ioctl";
 

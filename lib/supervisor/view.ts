@@ -15,6 +15,7 @@
 import { cstr, libc, O, readlink as hostReadlink, realpath as hostRealpath, result } from "../../ffi/libc.ts";
 import { accessExec, isDirectory, openDirNoSymlinks, readHead } from "../../ffi/fsops.ts";
 import { openat2, RESOLVE } from "../../ffi/notify.ts";
+import { Errno } from "../../ffi/errors.ts";
 
 export interface FsView {
   /** realpath(3): the canonical path, or -errno. */
@@ -141,7 +142,7 @@ export class ContainerView implements FsView {
     const i = p.lastIndexOf("/");
     const dir = i <= 0 ? "/" : p.slice(0, i);
     const name = p.slice(i + 1);
-    if (name === "" || name === "." || name === "..") return fail(-22);
+    if (name === "" || name === "." || name === "..") return fail(-Errno.EINVAL);
     const fd = this.#open(dir, O.DIRECTORY);
     if (fd < 0) return fail(fd);
     try {
