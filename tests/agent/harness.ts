@@ -276,6 +276,32 @@ export async function scratch(): Promise<string> {
   return dir;
 }
 
+/**
+ * Runs `fn` with an agent on a scratch directory (root, runc, crun and busybox needed): `rules` are the files of
+ * its rules directory (name: text), `args` its further arguments (given the directory). The agent is stopped and
+ * the directory removed after; a failure carries the agent's output.
+ */
+export async function withAgent(
+  rules: Record<string, string>,
+  fn: (dir: string, socket: string, agent: AgentProcess) => Promise<void>,
+  args: (dir: string) => string[] = () => [],
+): Promise<void> {
+  needRoot();
+  needTools("runc", "crun", "busybox");
+  const dir = await scratch();
+  for (const [name, text] of Object.entries(rules)) await Deno.writeTextFile(`${dir}/rules/${name}`, text);
+  const socket = `${dir}/agent.sock`;
+  const agent = await AgentProcess.start(["--socket", socket, "--rules", `${dir}/rules`, ...args(dir)]);
+  try {
+    await fn(dir, socket, agent);
+  } catch (e) {
+    throw new Error(`${(e as Error).message}\n--- agent output ---\n${agent.output}`);
+  } finally {
+    await agent.stop();
+    await Deno.remove(dir, { recursive: true }).catch(() => {});
+  }
+}
+
 let serial = 0;
 export function containerId(tag: string): string {
   return `hp-${tag}-${Deno.pid}-${++serial}`;

@@ -14,10 +14,8 @@ import {
   containerId,
   CONTAINERS,
   makeBundle,
-  needRoot,
-  needTools,
   runContainer,
-  scratch,
+  withAgent as withAgentOn,
 } from "./harness.ts";
 import { test, tool } from "../helpers/skip.ts";
 
@@ -27,22 +25,9 @@ const BASE =
 // Only the pod `team/guarded` protects: other pods' files do not.
 const GUARDED = "protect /secret\nallow read /secret/public\nprotect /etc/shadow\n";
 
-async function withAgent(fn: (dir: string, socket: string, agent: AgentProcess) => Promise<void>) {
-  needRoot();
-  needTools("runc", "crun", "busybox");
-  const dir = await scratch();
-  await Deno.writeTextFile(`${dir}/rules/default.rules`, BASE);
-  await Deno.writeTextFile(`${dir}/rules/team.guarded.rules`, GUARDED);
-  const socket = `${dir}/agent.sock`;
-  const agent = await AgentProcess.start(["--socket", socket, "--rules", `${dir}/rules`]);
-  try {
-    await fn(dir, socket, agent);
-  } catch (e) {
-    throw new Error(`${(e as Error).message}\n--- agent output ---\n${agent.output}`);
-  } finally {
-    await agent.stop();
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
-  }
+/** An agent whose pod `team/guarded` protects, the others only BASE. */
+function withAgent(fn: (dir: string, socket: string, agent: AgentProcess) => Promise<void>): Promise<void> {
+  return withAgentOn({ "default.rules": BASE, "team.guarded.rules": GUARDED }, fn);
 }
 
 async function plantSecret(rootfs: string): Promise<void> {

@@ -20,38 +20,23 @@ import {
   startDetached,
   until,
   which,
+  withAgent as withAgentOn,
 } from "./harness.ts";
 import { test, tool } from "../helpers/skip.ts";
 
 const RULES = "allow write /tmp/**\nallow exec /bin/busybox\n";
 
-async function withAgent(
+/** An agent on `rules` that logs its decisions to decisions.jsonl in its directory. */
+function withAgent(
   rules: string,
   fn: (dir: string, socket: string, agent: AgentProcess) => Promise<void>,
   extraArgs: string[] = [],
 ): Promise<void> {
-  needRoot();
-  needTools("runc", "crun", "busybox");
-  const dir = await scratch();
-  await Deno.writeTextFile(`${dir}/rules/default.rules`, rules);
-  const socket = `${dir}/agent.sock`;
-  const agent = await AgentProcess.start([
-    "--socket",
-    socket,
-    "--rules",
-    `${dir}/rules`,
-    "--log",
-    `${dir}/decisions.jsonl`,
-    ...extraArgs,
-  ]);
-  try {
-    await fn(dir, socket, agent);
-  } catch (e) {
-    throw new Error(`${(e as Error).message}\n--- agent output ---\n${agent.output}`);
-  } finally {
-    await agent.stop();
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
-  }
+  return withAgentOn(
+    { "default.rules": rules },
+    fn,
+    (dir) => ["--log", `${dir}/decisions.jsonl`, ...extraArgs],
+  );
 }
 
 for (const runtime of ["runc", "crun"] as const) {
