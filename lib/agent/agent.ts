@@ -34,6 +34,7 @@ import {
   type ProcessState,
 } from "./runtime_state.ts";
 import { Errno } from "../../ffi/errors.ts";
+import { concatBytes } from "../util/bytes.ts";
 
 export interface AgentOptions {
   /** The socket runtimes connect to (the profile's listenerPath). */
@@ -459,20 +460,9 @@ async function readMessage(
       fds.forEach(close);
       throw new Error(`the peer's message is larger than ${max} bytes`);
     }
-    if (oneRead || complete(concat(parts, total))) break;
+    if (oneRead || complete(concatBytes(parts, total))) break;
   }
-  return { data: concat(parts, total), fds };
-}
-
-function concat(parts: Uint8Array[], total: number): Uint8Array {
-  if (parts.length === 1) return parts[0];
-  const data = new Uint8Array(total);
-  let off = 0;
-  for (const p of parts) {
-    data.set(p, off);
-    off += p.length;
-  }
-  return data;
+  return { data: concatBytes(parts, total), fds };
 }
 
 /** Whether the bytes are one whole JSON object (a runtime's state may come in several reads). */

@@ -4,6 +4,8 @@
  * `hallpass answer` for an agent's lists.
  */
 
+import { concatBytes } from "../util/bytes.ts";
+
 /** The body's bytes, or null when it is longer than `max` (the stream is then cancelled). */
 export async function readAtMost(
   body: ReadableStream<Uint8Array> | null,
@@ -23,11 +25,5 @@ export async function readAtMost(
     }
     parts.push(value);
   }
-  const all = new Uint8Array(total);
-  let off = 0;
-  for (const p of parts) {
-    all.set(p, off);
-    off += p.length;
-  }
-  return all;
+  return concatBytes(parts, total);
 }

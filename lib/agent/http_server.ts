@@ -22,6 +22,8 @@
  * ```
  */
 
+import { concatBytes } from "../util/bytes.ts";
+
 /** The bounds of {@linkcode HttpServer}; see the module doc. */
 export interface HttpLimits {
   maxConnections: number;
@@ -107,7 +109,7 @@ class BodyReader {
     this.#buf = all;
   }
 
-  async take(n: number): Promise<Uint8Array> {
+  async take(n: number): Promise<Uint8Array<ArrayBuffer>> {
     while (this.#buf.length < n) await this.#more();
     const out = this.#buf.slice(0, n);
     this.#buf = this.#buf.subarray(n);
@@ -136,7 +138,7 @@ async function readBody(
   max: number,
 ): Promise<Uint8Array<ArrayBuffer>> {
   if (length !== "chunked") return new Uint8Array(await r.take(length));
-  const parts: Uint8Array[] = [];
+  const parts: Uint8Array<ArrayBuffer>[] = [];
   let total = 0;
   for (;;) {
     const m = /^([0-9a-fA-F]{1,8})(;.*)?$/.exec(await r.line(1024));
@@ -149,13 +151,7 @@ async function readBody(
     await r.line(2);
   }
   for (;;) if ((await r.line(1024)) === "") break; // trailers
-  const out = new Uint8Array(total);
-  let off = 0;
-  for (const p of parts) {
-    out.set(p, off);
-    off += p.length;
-  }
-  return out;
+  return concatBytes(parts, total);
 }
 
 async function writeAll(conn: Deno.Conn, bytes: Uint8Array): Promise<void> {

@@ -21,6 +21,7 @@ import { type ReadProtection, readProtection } from "../policy/secrets.ts";
 import { readPath } from "../policy/rules_file.ts";
 import { type GroupTable, newGroupTable } from "../policy/exec_groups.ts";
 import { statIfThere } from "../util/exists.ts";
+import { stdioCharDevices } from "../util/stdio_devices.ts";
 
 export interface Plan {
   project: string;
@@ -467,16 +468,7 @@ export function resolveCommand(name: string, pathEnv: string, cwd: string): stri
 
 /** The character devices of fds 0-2 (the user's terminal), so writing to it always goes through. */
 function terminalDevices(): string[] {
-  const out = new Set<string>();
-  for (const fd of [0, 1, 2]) {
-    try {
-      const t = Deno.readLinkSync(`/proc/self/fd/${fd}`);
-      if (t.startsWith("/dev/") && !t.startsWith("/dev/pts/") && Deno.statSync(t).isCharDevice) out.add(t);
-    } catch {
-      // not a file
-    }
-  }
-  return [...out];
+  return stdioCharDevices((t) => t.startsWith("/dev/") && !t.startsWith("/dev/pts/"));
 }
 
 /**

@@ -46,6 +46,7 @@ import { SupervisorHost } from "../supervisor/host.ts";
 import type { PtySession } from "../ui/pty_session.ts";
 import { lazyImport } from "../util/lazy_import.ts";
 import { Errno } from "../../ffi/errors.ts";
+import { lexists } from "../util/exists.ts";
 
 export class HallpassError extends Error {
   constructor(message: string, readonly hint?: string) {
@@ -266,14 +267,12 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
 
   // --- kernel objects, and the launcher
   for (
-    const d of treesToMake(plan.rules, plan.reads.protect.map((p) => p.path), (p) => {
-      try {
-        Deno.lstatSync(p);
-        return true;
-      } catch {
-        return false;
-      }
-    }, (p) => realCarveFs.shared?.(p) ?? false)
+    const d of treesToMake(
+      plan.rules,
+      plan.reads.protect.map((p) => p.path),
+      lexists,
+      (p) => realCarveFs.shared?.(p) ?? false,
+    )
   ) {
     try {
       Deno.mkdirSync(d, { recursive: true, mode: 0o700 });

@@ -18,6 +18,8 @@ import { fs } from "../../ffi/fsops.ts";
 import { type Notification, openat2, RESOLVE } from "../../ffi/notify.ts";
 import type { Respond } from "./respond.ts";
 import type { ReadProtection } from "../policy/secrets.ts";
+import { exists } from "../util/exists.ts";
+import { stdioCharDevices } from "../util/stdio_devices.ts";
 
 export const ANOTHER_TERMINAL =
   "this is another terminal, not the sandbox's own: what it writes there appears where you did not run it";
@@ -35,16 +37,7 @@ export function isTerminalPath(path: string): boolean {
 
 /** The ptys of fds 0-2 (the terminal hallpass was started on), when the command runs on it directly. */
 export function ownTerminals(): string[] {
-  const out = new Set<string>();
-  for (const fd of [0, 1, 2]) {
-    try {
-      const t = Deno.readLinkSync(`/proc/self/fd/${fd}`);
-      if (PTY.test(t) && Deno.statSync(t).isCharDevice) out.add(t);
-    } catch {
-      // not a terminal
-    }
-  }
-  return [...out];
+  return stdioCharDevices((t) => PTY.test(t));
 }
 
 /**
@@ -54,14 +47,6 @@ export function ownTerminals(): string[] {
  */
 export function withTerminalReads(r: ReadProtection, own: readonly string[]): ReadProtection {
   const source = { kind: "builtin" as const, what: "other terminals" };
-  const exists = (p: string) => {
-    try {
-      Deno.statSync(p);
-      return true;
-    } catch {
-      return false;
-    }
-  };
   // The other terminals outside /dev/pts too (root opens them all): virtual consoles and their screen memory
   // (vcs: what the console shows), the console, serial and USB terminals. `/dev/tty` (the caller's own) stays.
   const consoles: string[] = [];

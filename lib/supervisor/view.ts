@@ -16,6 +16,7 @@ import { cstr, libc, O, readlink as hostReadlink, realpath as hostRealpath, resu
 import { accessExec, isDirectory, openDirNoSymlinks, readHead } from "../../ffi/fsops.ts";
 import { openat2, RESOLVE } from "../../ffi/notify.ts";
 import { Errno } from "../../ffi/errors.ts";
+import { lexists } from "../util/exists.ts";
 
 export interface FsView {
   /** realpath(3): the canonical path, or -errno. */
@@ -45,15 +46,6 @@ function statId(p: string): [number, number] | null {
     return s.ino === null ? null : [s.dev, s.ino];
   } catch {
     return null;
-  }
-}
-
-function lexists(p: string): boolean {
-  try {
-    Deno.lstatSync(p);
-    return true;
-  } catch {
-    return false;
   }
 }
 

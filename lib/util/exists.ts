@@ -18,3 +18,13 @@ export function statIfThere(p: string): Deno.FileInfo | undefined {
     return undefined;
   }
 }
+
+/** Whether `p` names something here, a symlink itself (dangling or not) included. */
+export function lexists(p: string): boolean {
+  try {
+    Deno.lstatSync(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
