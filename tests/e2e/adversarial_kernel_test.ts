@@ -4,7 +4,7 @@
  * ptrace aimed at hallpass and its launcher, and the supervisor killed mid-run.
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { compileHelper, exists, hallpass, HALLPASS_ARGV, isRoot, scratch } from "./harness.ts";
+import { compileHelper, exists, hallpass, HALLPASS_ARGV, isRoot, scratch, waitFor } from "./harness.ts";
 import { landlockAbi, probe, probeAsync, step, test, tool } from "../helpers/skip.ts";
 
 function lines(out: string): Record<string, string> {
@@ -278,15 +278,6 @@ function pidsMentioning(marker: string): number[] {
     } catch { /* gone */ }
   }
   return out;
-}
-
-async function waitFor(cond: () => Promise<boolean> | boolean, ms: number): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await cond()) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return await cond();
 }
 
 Deno.test("supervisor killed with SIGKILL: every sandboxed process dies, a setsid double-forked one too; nothing writes after", async () => {

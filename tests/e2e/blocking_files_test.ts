@@ -7,7 +7,7 @@
  * and the mediator, with a bare control of the kernel's own behaviour.
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { bare, compileHelper, exists, HALLPASS_ARGV, scratch } from "./harness.ts";
+import { bare, compileHelper, exists, HALLPASS_ARGV, scratch, waitFor } from "./harness.ts";
 import { engine, ENGINES } from "./engine.ts";
 
 /** Starts hallpass (not waiting for it), with a deny rule inside the project so that project writes are performed. */
@@ -37,15 +37,6 @@ function start(
     stdout: "piped",
     stderr: "piped",
   }).spawn();
-}
-
-async function waitFor(cond: () => Promise<boolean>, ms: number): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await cond()) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return cond();
 }
 
 for (const [E, fast] of ENGINES) {

@@ -86,6 +86,25 @@ export async function scratch(): Promise<{ project: string; outside: string; cle
   return { project, outside, cleanup: () => Deno.remove(base, { recursive: true }) };
 }
 
+/**
+ * A scratch project (in /tmp) and a scratch $HOME, `home` (empty), made below the real $HOME, not in /tmp:
+ * hallpass never carves a directory everyone creates files in, so protections below /tmp are dropped.
+ */
+export async function scratchHome(prefix: string) {
+  const s = await scratch();
+  const base = await Deno.makeTempDir({ dir: Deno.env.get("HOME") ?? "/tmp", prefix });
+  const home = `${base}/home`;
+  await Deno.mkdir(home);
+  return {
+    ...s,
+    home,
+    cleanup: async () => {
+      await s.cleanup();
+      await Deno.remove(base, { recursive: true });
+    },
+  };
+}
+
 /** Writes an ask program that answers with `answer` and records each question as a JSON line in `log`. */
 export async function askProgram(
   dir: string,
@@ -126,6 +145,16 @@ export async function exists(p: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/** Checks `cond` every 50 ms for up to `ms`: whether it held (checked once more at the end). */
+export async function waitFor(cond: () => Promise<boolean> | boolean, ms: number): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await cond()) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return await cond();
 }
 
 const helperCache = new Map<string, Promise<string>>();

@@ -12,7 +12,7 @@
  * - Ordinary sessions ask nothing more; a send that would block never blocks the supervisor.
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
-import { compileHelper, hallpass, HALLPASS_ARGV, isRoot, type Result, scratch } from "./harness.ts";
+import { compileHelper, exists, hallpass, HALLPASS_ARGV, isRoot, type Result, scratch } from "./harness.ts";
 import { probeAsync, test, tool } from "../helpers/skip.ts";
 import { Lines } from "../helpers/lines.ts";
 
@@ -44,15 +44,6 @@ async function waitFor(cond: () => Promise<boolean>, what: string, ms = 15_000):
     await new Promise((r) => setTimeout(r, 20));
   }
   throw new Error(`timed out waiting for ${what}`);
-}
-
-async function exists(p: string): Promise<boolean> {
-  try {
-    await Deno.lstat(p);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 // ---------------------------------------------------------------------------------------------------------------

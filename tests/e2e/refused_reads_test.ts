@@ -10,7 +10,7 @@
  * tests/run_all.sh), a failed command's exit line says why, and no line claims anything.
  */
 import { deepStrictEqual as assertEquals, match as assertMatch, ok as assert } from "node:assert/strict";
-import { bare, compileHelper, hallpass, isRoot, scratch } from "./harness.ts";
+import { bare, compileHelper, hallpass, isRoot, scratchHome as scratchHomeIn } from "./harness.ts";
 import { landlockAbi, type Need, test, tool } from "../helpers/skip.ts";
 
 const SECRET = "TOPSECRET-refused";
@@ -20,23 +20,13 @@ const unprivileged: Need = isRoot()
   ? { reason: "the unprivileged case (tests/run_all.sh runs it as hallpass-test)" }
   : undefined;
 
-/** A scratch project and a scratch $HOME (below the real one: nothing below /tmp is protected). */
+/** A scratch project and a scratch $HOME (tests/e2e/harness.ts) with two ssh keys, and its env. */
 async function scratchHome() {
-  const s = await scratch();
-  const base = await Deno.makeTempDir({ dir: Deno.env.get("HOME") ?? "/tmp", prefix: "hallpass-refused-" });
-  const home = `${base}/home`;
-  await Deno.mkdir(`${home}/.ssh`, { recursive: true });
-  await Deno.writeTextFile(`${home}/.ssh/id_ed25519`, `${SECRET}\n`);
-  await Deno.writeTextFile(`${home}/.ssh/id_rsa`, `${SECRET}\n`);
-  return {
-    ...s,
-    home,
-    env: { HOME: home, PATH: Deno.env.get("PATH")! },
-    cleanup: async () => {
-      await s.cleanup();
-      await Deno.remove(base, { recursive: true });
-    },
-  };
+  const s = await scratchHomeIn("hallpass-refused-");
+  await Deno.mkdir(`${s.home}/.ssh`);
+  await Deno.writeTextFile(`${s.home}/.ssh/id_ed25519`, `${SECRET}\n`);
+  await Deno.writeTextFile(`${s.home}/.ssh/id_rsa`, `${SECRET}\n`);
+  return { ...s, env: { HOME: s.home, PATH: Deno.env.get("PATH")! } };
 }
 
 /** Runs `fn` with audit enabled (restored after), once the control shows the kernel reports to the group. */

@@ -7,31 +7,14 @@
  * directory by someone outside racing the reads. Runs as root and as the unprivileged user (tests/run_all.sh).
  */
 import { deepStrictEqual as assertEquals, match as assertMatch, ok as assert } from "node:assert/strict";
-import { bare, compileHelper, hallpass, isRoot, scratch } from "./harness.ts";
+import { bare, compileHelper, hallpass, isRoot, scratch, scratchHome as scratchHomeIn } from "./harness.ts";
 import { test, tool } from "../helpers/skip.ts";
 import { BUILTIN } from "../../lib/policy/secrets.ts";
 
 const SECRET = "TOPSECRET";
 
-/**
- * A scratch project (in /tmp) and a scratch $HOME with its `home`. The home is made below the real $HOME, not
- * in /tmp: hallpass never carves a directory everyone creates files in, so protections below /tmp are
- * dropped (said at start, tested below).
- */
-async function scratchHome() {
-  const s = await scratch();
-  const base = await Deno.makeTempDir({ dir: Deno.env.get("HOME") ?? "/tmp", prefix: "hallpass-secrets-" });
-  const home = `${base}/home`;
-  await Deno.mkdir(home);
-  return {
-    ...s,
-    home,
-    cleanup: async () => {
-      await s.cleanup();
-      await Deno.remove(base, { recursive: true });
-    },
-  };
-}
+/** A scratch project and $HOME (tests/e2e/harness.ts; protections below /tmp are dropped: said at start, tested below). */
+const scratchHome = () => scratchHomeIn("hallpass-secrets-");
 /** Entries that are one file (the rest are directories: the secret goes inside). */
 const FILES = new Set([
   "~/.docker/config.json",
