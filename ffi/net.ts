@@ -11,6 +11,8 @@ const SYMBOLS = {
   sendmsg: { parameters: ["i32", "buffer", "i32"], result: "isize" },
   getsockopt: { parameters: ["i32", "i32", "i32", "buffer", "buffer"], result: "i32" },
   getpeername: { parameters: ["i32", "buffer", "buffer"], result: "i32" },
+  getsockname: { parameters: ["i32", "buffer", "buffer"], result: "i32" },
+  listen: { parameters: ["i32", "i32"], result: "i32" },
   fcntl: { parameters: ["i32", "i32", "i32"], result: "i32" },
 } as const satisfies Deno.ForeignLibraryInterface;
 
@@ -25,28 +27,37 @@ const r = (x: number | bigint) => (Number(x) < 0 ? -errno() : Number(x));
 export const SOCK = { STREAM: 1, DGRAM: 2, RAW: 3, SEQPACKET: 5 } as const;
 
 export function socketType(fd: number): number {
-  const v = new Uint8Array(128);
-  const len = new Uint8Array(128);
-  new DataView(len.buffer).setUint32(0, 4, true);
-  const rc = r(net().getsockopt(fd, 1, /* SOL_SOCKET */ 3, /* SO_TYPE */ v, len));
-  return rc < 0 ? rc : new DataView(v.buffer).getInt32(0, true);
+  return socketOption(fd, 3 /* SO_TYPE */);
 }
 
 export function socketError(fd: number): number {
+  return socketOption(fd, 4 /* SO_ERROR */);
+}
+
+/** SOL_SOCKET options read as an int: SO_DOMAIN (39), SO_PROTOCOL (38). */
+export const SO = { PROTOCOL: 38, DOMAIN: 39 } as const;
+
+/** A SOL_SOCKET (1) option read as an int, or -errno. */
+export function socketOption(fd: number, opt: number): number {
   const v = new Uint8Array(128);
   const len = new Uint8Array(128);
   new DataView(len.buffer).setUint32(0, 4, true);
-  const rc = r(net().getsockopt(fd, 1, 4, /* SO_ERROR */ v, len));
+  const rc = r(net().getsockopt(fd, 1, opt, v, len));
   return rc < 0 ? rc : new DataView(v.buffer).getInt32(0, true);
+}
+
+/** The address getpeername or getsockname gives, or null. */
+function address(fd: number, get: "getpeername" | "getsockname"): Uint8Array | null {
+  const a = new Uint8Array(128);
+  const len = new Uint8Array(128);
+  new DataView(len.buffer).setUint32(0, 128, true);
+  if (r(net()[get](fd, a, len)) < 0) return null;
+  return a.slice(0, new DataView(len.buffer).getUint32(0, true));
 }
 
 /** The connected peer's address, or null. */
 export function peerAddress(fd: number): Uint8Array | null {
-  const a = new Uint8Array(128);
-  const len = new Uint8Array(128);
-  new DataView(len.buffer).setUint32(0, 128, true);
-  if (r(net().getpeername(fd, a, len)) < 0) return null;
-  return a.slice(0, new DataView(len.buffer).getUint32(0, true));
+  return address(fd, "getpeername");
 }
 
 export function bindFd(fd: number, addr: Uint8Array<ArrayBuffer>, len: number): number {
@@ -114,35 +125,11 @@ export function setNonBlocking(fd: number, on: boolean): void {
   net().fcntl(fd, 4, /* F_SETFL */ on ? fl | O_NONBLOCK : fl & ~O_NONBLOCK);
 }
 
-const SYMBOLS2 = {
-  getsockname: { parameters: ["i32", "buffer", "buffer"], result: "i32" },
-  listen: { parameters: ["i32", "i32"], result: "i32" },
-} as const satisfies Deno.ForeignLibraryInterface;
-let lib2: Deno.DynamicLibrary<typeof SYMBOLS2>["symbols"] | null = null;
-function net2() {
-  if (lib2 === null) lib2 = Deno.dlopen("libc.so.6", SYMBOLS2).symbols;
-  return lib2;
-}
-
-/** SOL_SOCKET options read as an int: SO_DOMAIN (39), SO_PROTOCOL (38). */
-export const SO = { PROTOCOL: 38, DOMAIN: 39 } as const;
-export function socketOption(fd: number, opt: number): number {
-  const v = new Uint8Array(128);
-  const len = new Uint8Array(128);
-  new DataView(len.buffer).setUint32(0, 4, true);
-  const rc = r(net().getsockopt(fd, 1, opt, v, len));
-  return rc < 0 ? rc : new DataView(v.buffer).getInt32(0, true);
-}
-
 /** The socket's own (bound) address, or null. */
 export function localAddress(fd: number): Uint8Array | null {
-  const a = new Uint8Array(128);
-  const len = new Uint8Array(128);
-  new DataView(len.buffer).setUint32(0, 128, true);
-  if (r(net2().getsockname(fd, a, len)) < 0) return null;
-  return a.slice(0, new DataView(len.buffer).getUint32(0, true));
+  return address(fd, "getsockname");
 }
 
 export function listenFd(fd: number, backlog: number): number {
-  return r(net2().listen(fd, backlog));
+  return r(net().listen(fd, backlog));
 }

@@ -180,13 +180,21 @@ export class Agent {
 
   // ------------------------------------------------------------------ runtime connections
 
-  async #acceptLoop(): Promise<void> {
+  /** The next connection on the listening socket `fd()` (polled each second), or null once the agent stops. */
+  async #accept(fd: () => number): Promise<ReturnType<typeof acceptUnix>> {
     while (!this.#stopping) {
-      const ev = await pollAsync(this.#listenFd, POLLIN, 1000);
-      if (this.#stopping) return;
+      const ev = await pollAsync(fd(), POLLIN, 1000);
+      if (this.#stopping) return null;
       if (ev <= 0) continue;
-      const conn = acceptUnix(this.#listenFd);
-      if (!conn) continue;
+      const conn = acceptUnix(fd());
+      if (conn) return conn;
+    }
+    return null;
+  }
+
+  async #acceptLoop(): Promise<void> {
+    let conn;
+    while ((conn = await this.#accept(() => this.#listenFd)) !== null) {
       this.#runtimeConnection(conn).catch((e) => this.#warn(`hallpass agent: ${(e as Error).message}`));
     }
   }
@@ -368,12 +376,8 @@ export class Agent {
   }
 
   async #handoverLoop(): Promise<void> {
-    while (!this.#stopping) {
-      const ev = await pollAsync(this.#handoverFd, POLLIN, 1000);
-      if (this.#stopping) return;
-      if (ev <= 0) continue;
-      const conn = acceptUnix(this.#handoverFd);
-      if (!conn) continue;
+    let conn;
+    while ((conn = await this.#accept(() => this.#handoverFd)) !== null) {
       if (conn.uid !== 0 && conn.uid !== Deno.uid()) {
         close(conn.fd);
         continue;
