@@ -62,21 +62,6 @@ export const REQUEST_ANSWERS = {
   noMatch: { errno: "ESRCH", exit: 10 },
 } as const;
 
-/** Linux errno numbers (the same on x86_64 and arm64) of every errno the protocol uses. */
-export const LINUX_ERRNO = {
-  EPERM: 1,
-  ENOENT: 2,
-  ESRCH: 3,
-  EEXIST: 17,
-  EINVAL: 22,
-  ENAMETOOLONG: 36,
-  ENOSYS: 38,
-  ENOMSG: 42,
-  ETIMEDOUT: 110,
-  EALREADY: 114,
-  ECANCELED: 125,
-} as const;
-
 const KEYS = ["for", "timeout", "reason"] as const;
 type Key = typeof KEYS[number];
 

@@ -12,7 +12,8 @@ import {
   parseConnectDest,
 } from "../policy/connect_dest.ts";
 import { formatScope, isGlobTarget, scopeCovers } from "../policy/path_scope.ts";
-import { type DecodedRequest, decodeRequestBytes, LINUX_ERRNO as E } from "../policy/request_protocol.ts";
+import { type DecodedRequest, decodeRequestBytes } from "../policy/request_protocol.ts";
+import { Errno as E } from "../../ffi/errors.ts";
 import type { Answer, Op, Rule } from "../types.ts";
 import type { Mediator } from "./mediator.ts";
 import type { SessionConfig } from "./session_config.ts";
