@@ -81,14 +81,7 @@ export async function until(fn: () => boolean | Promise<boolean>, what: string, 
   }
 }
 
-export function exists(p: string): boolean {
-  try {
-    Deno.lstatSync(p);
-    return true;
-  } catch {
-    return false;
-  }
-}
+export { lexists as exists } from "../../lib/util/exists.ts";
 
 /** A running `hallpass agent`. */
 export class AgentProcess {

@@ -5,6 +5,7 @@
  * (through the CRI), containerd, any container runc still knows, the shims, the mounts under the directory.
  */
 import { CriClient } from "./client.ts";
+import { lexists as exists } from "../../../lib/util/exists.ts";
 
 const dec = new TextDecoder();
 
@@ -264,15 +265,6 @@ export class Containerd {
       } catch { /* in use */ }
     }
     return notes;
-  }
-}
-
-function exists(p: string): boolean {
-  try {
-    Deno.lstatSync(p);
-    return true;
-  } catch {
-    return false;
   }
 }
 
