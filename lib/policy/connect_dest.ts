@@ -37,6 +37,7 @@ import {
   clip,
   formatScope,
   normalizePath,
+  parentDir,
   parsePathScope,
   scopeCovers,
   scopeSpecificity,
@@ -553,7 +554,7 @@ export function suggestDestScopes(target: ConnectTarget): string[] {
   if (target.family === "unix") {
     if (target.path !== undefined) {
       const p = normalizePath(target.path, "/");
-      const dir = p.slice(0, p.lastIndexOf("/")) || "/";
+      const dir = parentDir(p);
       return dir === "/" ? ["unix:" + p] : ["unix:" + p, "unix:" + formatScope({ kind: "tree", path: dir })];
     }
     if (target.abstract !== undefined) {

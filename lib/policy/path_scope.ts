@@ -182,6 +182,12 @@ export function formatScope(scope: PathScope): string {
   return scope.path === "/" ? "/**" : scope.path + "/**";
 }
 
+/** The directory an absolute path is in: `/` for `/` and `/NAME` (and for a bare name). */
+export function parentDir(p: string): string {
+  const i = p.lastIndexOf("/");
+  return i <= 0 ? "/" : p.slice(0, i);
+}
+
 /** Number of components: `/` → 0, `/a` → 1, `/a/b` → 2. */
 export function pathDepth(path: string): number {
   if (path.length <= 1) return 0;

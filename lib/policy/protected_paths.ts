@@ -12,7 +12,14 @@
  *
  * @module
  */
-import { formatScope, normalizePath, parsePathScope, scopeCovers, scopeSpecificity } from "./path_scope.ts";
+import {
+  formatScope,
+  normalizePath,
+  parentDir,
+  parsePathScope,
+  scopeCovers,
+  scopeSpecificity,
+} from "./path_scope.ts";
 import type { PathScope, Rule } from "../types.ts";
 
 export interface ProtectedPath {
@@ -42,10 +49,6 @@ export interface ProtectFs {
 
 /** `p` made absolute (against `/`) and lexically normal (lib/policy/path_scope.ts). */
 const normalise = (p: string) => normalizePath(p, "/");
-
-function parentOf(p: string): string {
-  return p.slice(0, p.lastIndexOf("/")) || "/";
-}
 
 function resolveFrom(base: string, p: string, home: string): string {
   if (p === "~" || p.startsWith("~/")) return normalise(home + p.slice(1));
@@ -186,7 +189,7 @@ export function findProtectedPaths(o: FindOptions, fs: ProtectFs): ProtectedPath
       add("exact", dotgit, GIT_REASON);
     }
     if (k !== undefined || d === "/") break;
-    d = parentOf(d);
+    d = parentDir(d);
   }
   // Whatever is there now, these always ask: a repository the sandbox creates at the project's top is one the
   // person will run git in.

@@ -21,7 +21,7 @@
  * @module
  */
 
-import { formatScope, pathDepth, scopeCovers } from "./path_scope.ts";
+import { formatScope, parentDir, pathDepth, scopeCovers } from "./path_scope.ts";
 
 /** Scopes narrowest first, and the index of the suggested one. */
 export interface ScopeChoice {
@@ -31,11 +31,6 @@ export interface ScopeChoice {
 
 const XDG_BASES = [".cache", ".config", ".local/share", ".local/state"];
 const TEMP_DIRS = ["/tmp", "/var/tmp", "/dev/shm"];
-
-function parentOf(p: string): string {
-  const i = p.lastIndexOf("/");
-  return i <= 0 ? "/" : p.slice(0, i);
-}
 
 function under(dir: string, p: string): boolean {
   return p.length > dir.length && p.charCodeAt(dir.length) === 47 && p.startsWith(dir);
@@ -76,7 +71,7 @@ function stateDir(path: string, home: string | undefined): string | null {
       return first === path ? null : first;
     }
   }
-  return parentOf(path);
+  return parentDir(path);
 }
 
 /**
@@ -92,7 +87,7 @@ function stateDir(path: string, home: string | undefined): string | null {
 export function suggestScopes(path: string, opts: { home?: string; project?: string }): ScopeChoice {
   const scopes = [path];
   const dirs: string[] = [];
-  for (let d = parentOf(path); pathDepth(d) >= 1; d = parentOf(d)) {
+  for (let d = parentDir(path); pathDepth(d) >= 1; d = parentDir(d)) {
     dirs.push(d);
     scopes.push(formatScope({ kind: "tree", path: d }));
   }
@@ -109,6 +104,6 @@ export function suggestScopes(path: string, opts: { home?: string; project?: str
 export function suggestExecScopes(progPath: string): ScopeChoice {
   // A program without a path (a memfd, a deleted file: `anon:…`) can only be allowed once.
   if (!progPath.startsWith("/")) return { scopes: [progPath], suggested: 0 };
-  const dir = parentOf(progPath);
+  const dir = parentDir(progPath);
   return { scopes: [progPath, formatScope({ kind: "tree", path: dir })], suggested: 0 };
 }

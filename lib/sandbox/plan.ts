@@ -4,7 +4,7 @@
  * changes.
  */
 import type { CliOptions } from "../cli/options.ts";
-import { globDir, normalizePath, parsePathScope } from "../policy/path_scope.ts";
+import { globDir, normalizePath, parentDir, parsePathScope } from "../policy/path_scope.ts";
 import { parseRules, parseRuleTarget } from "../policy/rules_file.ts";
 import { lookupInPath } from "../policy/path_lookup.ts";
 import { type ReadRule, type Rule, UsageError } from "../types.ts";
@@ -342,13 +342,12 @@ export function carveFloor(
   if (below.length === 0) return { floor, carved: [] };
   // The carve looks each grant's kind up in its parent's listing; the parent of the project (~/src, /tmp) may
   // hold thousands of entries, and the grants are directories: answer that lookup without listing.
-  const parentOf = (p: string) => p.slice(0, p.lastIndexOf("/")) || "/";
   const within = (p: string) => trees.some((t) => p === t.path || p.startsWith(t.path + "/"));
   const lookup: CarveFs = {
     ...fs,
     list(dir) {
       if (within(dir)) return fs.list(dir);
-      const names = trees.filter((t) => parentOf(t.path) === dir).map((t) =>
+      const names = trees.filter((t) => parentDir(t.path) === dir).map((t) =>
         t.path.slice(t.path.lastIndexOf("/") + 1)
       );
       return names.length > 0 ? names.map((name) => ({ name, kind: "dir" as const })) : fs.list(dir);

@@ -20,6 +20,7 @@ import { otherProcessPath } from "./sys_calls.ts";
 import type { Resolver } from "./resolve.ts";
 import type { End } from "./decode.ts";
 import type { SessionConfig } from "./session_config.ts";
+import { parentDir } from "../policy/path_scope.ts";
 
 export class Context {
   readonly policy: Policy;
@@ -111,7 +112,7 @@ export class Context {
     if (this.#carved.size === 0) return;
     let changed = false;
     for (const t of ends) {
-      const parent = t.path.slice(0, t.path.lastIndexOf("/")) || "/";
+      const parent = parentDir(t.path);
       if (!this.#carved.has(parent)) continue;
       for (let i = this.#floor.length - 1; i >= 0; i--) {
         if (this.#floor[i].path === t.path) {
