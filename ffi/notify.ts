@@ -6,7 +6,7 @@
  *   struct seccomp_notif_addfd{ u64 id; u32 flags; u32 srcfd; u32 newfd; u32 newfd_flags; }                = 24
  * Buffers are allocated once per NotifyFd and reused: the receive loop allocates nothing per call.
  */
-import { SysError } from "./errors.ts";
+import { Errno, SysError } from "./errors.ts";
 import { errno, libc, libcMore, ptrOf, SYS, sys, transient } from "./libc.ts";
 
 export const NOTIF_SIZE = 80;
@@ -95,7 +95,7 @@ export class NotifyFd {
     this.#notif.fill(0, 0, NOTIF_SIZE);
     if (libc().ioctl_p(this.#fd, IOCTL.RECV, this.#notif) < 0) {
       const e = errno();
-      if (e === 2 || e === 4 || e === 11) return null;
+      if (e === Errno.ENOENT || e === Errno.EINTR || e === Errno.EAGAIN) return null;
       throw new SysError("SECCOMP_IOCTL_NOTIF_RECV", e);
     }
     return decodeNotification(this.#nv);
@@ -306,9 +306,9 @@ export function getRemoteFd(pid: number, fd: number): number {
     const pidfd = pidfdOf(pid, fresh);
     if (pidfd < 0) return pidfd;
     const r = sys(SYS.pidfd_getfd, pidfd, fd, 0);
-    if (r !== -3 /* ESRCH: that process is gone; a new one may have its pid */) return r;
+    if (r !== -Errno.ESRCH) return r; // else that process is gone; a new one may have its pid
   }
-  return -3;
+  return -Errno.ESRCH;
 }
 
 export const RESOLVE = {

@@ -546,9 +546,9 @@ async function watchLauncher(
     const kind = String.fromCharCode(v.getUint32(4, true));
     if (kind === "E") {
       const err = v.getInt32(8, true);
-      const what = err === 2
+      const what = err === Errno.ENOENT
         ? "command not found"
-        : err === 13
+        : err === EACCES
         ? "Permission denied"
         : `cannot run (errno ${err})`;
       warn(`hallpass: ${argv0}: ${what}`);
