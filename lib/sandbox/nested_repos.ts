@@ -56,7 +56,7 @@ export function unsafeConfig(text: string): string | null {
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i];
     if (line.includes("\\") || hasControl(line) || line.charCodeAt(0) === 0xfeff) {
-      return `line ${i + 1} is not a plain key`;
+      return `line ${i + 1} is not a plain key (${visible(line.slice(0, 40))})`;
     }
     if (/^\s*([#;].*)?$/.test(line)) continue;
     const h = /^\s*\[([A-Za-z0-9-]+)(?:\s+"([^"]*)")?\]\s*([#;].*)?$/.exec(line);
@@ -64,9 +64,10 @@ export function unsafeConfig(text: string): string | null {
       section = h[2] !== undefined ? `${h[1].toLowerCase()}.*` : h[1].toLowerCase();
       continue;
     }
-    if (line.includes('"')) return `line ${i + 1} is not a plain key`;
+    const plainKey = `line ${i + 1} is not a plain key (${visible(line.slice(0, 40))})`;
+    if (line.includes('"')) return plainKey;
     const k = /^\s*([A-Za-z][A-Za-z0-9-]*)\s*(=.*)?$/.exec(line);
-    if (!k || section === null) return `line ${i + 1} is not a plain key`;
+    if (!k || section === null) return plainKey;
     const key = k[1].toLowerCase();
     if (!(INERT[section] ?? []).includes(key)) return `it sets ${section.replace(".*", ".<name>")}.${key}`;
   }
@@ -317,6 +318,30 @@ function offending(
 }
 
 /** The real file system for {@link checkNestedRepos}. */
+const AGAIN = Symbol("again");
+
+/** One read of a small regular file's text; AGAIN when what was read may not be the file at `path`. */
+function readOnce(path: string): string | undefined | typeof AGAIN {
+  // Opened without blocking or following a final symlink, and read only when that fd is a regular file:
+  // another session's sandbox may swap a FIFO in after an lstat (a blocking open held hallpass's exit).
+  const fd = fsops.openat(AT_FDCWD, cstr(path), O.RDONLY | O.NONBLOCK | O.NOFOLLOW | O.CLOEXEC, 0);
+  if (fd < 0) return undefined;
+  try {
+    if (fsops.fileType(fd) !== S_IFREG) return undefined;
+    const before = Deno.statSync(`/proc/self/fd/${fd}`);
+    if (before.size > 1 << 20) return undefined;
+    const text = Deno.readTextFileSync(`/proc/self/fd/${fd}`); // the same regular file: never blocks
+    const after = Deno.statSync(`/proc/self/fd/${fd}`);
+    const named = Deno.lstatSync(path);
+    const same = (a: Deno.FileInfo, b: Deno.FileInfo) => a.dev === b.dev && a.ino === b.ino;
+    return same(before, after) && same(before, named) ? text : AGAIN;
+  } catch {
+    return undefined;
+  } finally {
+    fsops.close(fd);
+  }
+}
+
 export const realRepoFs: RepoFs = {
   lstat(path) {
     try {
@@ -349,20 +374,13 @@ export const realRepoFs: RepoFs = {
     return sc;
   },
   read(path) {
-    // Opened without blocking or following a final symlink, and read only when that fd is a regular file:
-    // another session's sandbox may swap a FIFO in after an lstat (a blocking open held hallpass's exit).
-    const fd = fsops.openat(AT_FDCWD, cstr(path), O.RDONLY | O.NONBLOCK | O.NOFOLLOW | O.CLOEXEC, 0);
-    if (fd < 0) return undefined;
-    try {
-      if (fsops.fileType(fd) !== S_IFREG) return undefined;
-      const st = Deno.statSync(`/proc/self/fd/${fd}`);
-      if (st.size > 1 << 20) return undefined;
-      return Deno.readTextFileSync(`/proc/self/fd/${fd}`); // the same regular file: never blocks
-    } catch {
-      return undefined;
-    } finally {
-      fsops.close(fd);
+    // A read is taken only when the file read is the one at `path` before and after it (same device and
+    // inode): an fd number reused under us would hand over another file's text. Tried again, then unreadable.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const r = readOnce(path);
+      if (r !== AGAIN) return r;
     }
+    return undefined;
   },
   real(path) {
     try {
