@@ -386,8 +386,12 @@ export class SupervisorHost {
   }
 
   /**
-   * After the sandbox is gone: receive every message the Worker posted (it counts them), then stop it. The
-   * Worker may be waiting in RECV for a notification that can no longer come, so it is not asked to help.
+   * After the sandbox is gone: receive every message the Worker posted (it counts them), then ask it to stop
+   * and wait until it says it has (its RECV sees the listener hang up, so it is not stuck there). Only then is
+   * the wake pipe closed: a Worker still in a poll when the numbers were closed read 128 bytes from whatever
+   * next took the number — the exit check's read of a repository's config, which then lost its first 128
+   * bytes and was moved aside as unsafe. A Worker that does not stop in time is terminated and the pipe left
+   * open (two fds until hallpass exits).
    */
   async stop(): Promise<void> {
     const w = await this.#quiesce();
@@ -400,8 +404,19 @@ export class SupervisorHost {
     ) {
       await new Promise((r) => setTimeout(r, 2));
     }
+    let stopped = this.#workerDone;
+    if (!stopped) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const done = new Promise<boolean>((r) => {
+        this.#stopped = () => r(true);
+        timer = setTimeout(() => r(false), 5000);
+      });
+      this.#send({ t: "stop" });
+      stopped = await done;
+      clearTimeout(timer);
+    }
     w.terminate();
-    this.#closePipe();
+    if (stopped) this.#closePipe();
   }
 }
 
