@@ -22,6 +22,32 @@ const SYMBOLS = {
   },
 } as const satisfies Deno.ForeignLibraryInterface;
 
+/**
+ * Where the fast path may perform a write itself (open, mkdir, unlink, rename, chmod...: helper/fastpath/fastpath.c
+ * perform_ok), as the mediator would: below a directory the sandbox made at the project's top during the
+ * session (`node_modules/`), in a carved directory (lib/sandbox/plan.ts carveFloor), below a tree a rule
+ * allows that is not in the Landlock floor (`~/.npm/**`). A path is in the region when it lies at or below
+ * one of `roots` and none of the exceptions touches it:
+ *   - `tree`: the path is at or below one;
+ *   - `exact`: the path is one;
+ *   - `children`: the path's directory is one (a deny glob's);
+ *   - `newNames`: the path's directory is one, and the call makes no new name there (mkdir of what exists);
+ *   - and, for a rename, the path is no directory above any exception (it would carry one along).
+ * There the decision (lib/supervisor/decide.ts writeVerdict) is "allow" and never "floor", so the mediator
+ * would perform the call too, and performing it changes nothing the mediator keeps (its floor, its notices).
+ * Unlike the other lists, the exceptions are complete or the region is empty: a missing one could let the
+ * fast path perform what must ask.
+ */
+export interface PerformRegion {
+  roots: string[];
+  tree: string[];
+  exact: string[];
+  children: string[];
+  newNames: string[];
+  /** The project: a rename into it from outside is never performed by the fast path (lib/supervisor/moved_in.ts). */
+  project?: string;
+}
+
 /** What the fast path may decide by itself; lib/supervisor/fast_roots.ts computes each list. */
 export interface FastRoots {
   /** Floor trees without a deny rule: writes there are continued (or, the metadata calls, performed). */
@@ -33,15 +59,7 @@ export interface FastRoots {
   /** Connects are not mediated: IP connects and addressed sends are performed by the fast path. */
   netDirect?: boolean;
   /** Where writes outside the floor are performed by the fast path (fast_roots.ts fastPerformRegion). */
-  perform?: {
-    roots: string[];
-    tree: string[];
-    exact: string[];
-    children: string[];
-    newNames: string[];
-    /** The project: a rename into it from outside is never performed here (lib/supervisor/moved_in.ts). */
-    project?: string;
-  };
+  perform?: PerformRegion;
 }
 
 /**

@@ -8,7 +8,7 @@
  * @module
  */
 import type { PathEntry, Policy } from "../policy/policy.ts";
-import type { FastRoots } from "../../ffi/fastpath.ts";
+import type { FastRoots, PerformRegion } from "../../ffi/fastpath.ts";
 import type { PathScope } from "../types.ts";
 import { globDir, scopeCovers } from "../policy/path_scope.ts";
 import type { ProtectedPath } from "../policy/protected_paths.ts";
@@ -91,31 +91,8 @@ export function fastFileRoots(floor: readonly PathScope[], write: readonly PathE
  */
 export const FAST_LIST_MAX = 512;
 
-/**
- * Where the fast path may perform a write itself (open, mkdir, unlink, rename, chmod...: helper/fastpath/fastpath.c
- * perform_ok), as the mediator would: below a directory the sandbox made at the project's top during the
- * session (`node_modules/`), in a carved directory (lib/sandbox/plan.ts carveFloor), below a tree a rule
- * allows that is not in the Landlock floor (`~/.npm/**`). A path is in the region when it lies at or below
- * one of `roots` and none of the exceptions touches it:
- *   - `tree`: the path is at or below one;
- *   - `exact`: the path is one;
- *   - `children`: the path's directory is one (a deny glob's);
- *   - `newNames`: the path's directory is one, and the call makes no new name there (mkdir of what exists);
- *   - and, for a rename, the path is no directory above any exception (it would carry one along).
- * There the decision (lib/supervisor/decide.ts writeVerdict) is "allow" and never "floor", so the mediator
- * would perform the call too, and performing it changes nothing the mediator keeps (its floor, its notices).
- * Unlike the other lists, the exceptions are complete or the region is empty: a missing one could let the
- * fast path perform what must ask.
- */
-export interface PerformRegion {
-  roots: string[];
-  tree: string[];
-  exact: string[];
-  children: string[];
-  newNames: string[];
-  /** The project: a rename into it from outside is never performed by the fast path (moved_in.ts). */
-  project?: string;
-}
+/** Where the fast path may perform a write itself: ffi/fastpath.ts {@link PerformRegion}. */
+export type { PerformRegion };
 
 /** What besides the policy and the floor decides a write the mediator performs (its session config). */
 export interface PerformContext {
