@@ -159,6 +159,10 @@ struct hp_fast {
 	int last_dfd;
 	long long last_at;
 	char last_dir[DIR_PATH_MAX];
+	/* This thread's effective set while lowered for the metadata calls (caps_keep_as_caller): */
+	int kept_lowered;                          /* lowered, to own & kept_for */
+	struct __user_cap_data_struct kept_d[2]; /* what to give back */
+	unsigned long long kept_for;               /* the callers' effective set it was lowered for */
 	int pidfd; /* of thread pidfd_tid, kept for the next metadata call */
 	pid_t pidfd_tid;
 	unsigned long long continued;
@@ -885,6 +889,43 @@ static void caps_restore(struct caps_saved *s) {
 	s->lowered = 0;
 }
 
+/* Gives back what caps_keep_as_caller() kept lowered. */
+static void caps_give_back(struct hp_fast *h) {
+	if (!h->kept_lowered) return;
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	if (syscall(SYS_capset, &hdr, h->kept_d) < 0) { /* within the permitted set: does not fail */ }
+	h->kept_lowered = 0;
+}
+
+/*
+ * caps_as_caller() for the metadata calls, whose lowering is kept from one to the next: `tar x` as root makes
+ * three per file, and each lowering and each giving back is a capset (new credentials for this thread, the old
+ * freed after an RCU grace period) — 6 of the ~40 system calls the supervisor made per file, the most costly.
+ * Lowered again only for a caller whose effective set differs; given back (caps_give_back) before a
+ * notification that is not a metadata call or an open is handled, and before hp_fast_serve returns. What
+ * runs between two metadata calls while lowered (an open's checks in classify() and perform_write(), a metadata
+ * call's own checks) runs with the caller's set, a subset of ours: a check can only fail where it would have
+ * passed (the call then goes on to the next step or to the mediator, which decides it as it would any other),
+ * never pass where it would have failed; and what perform_write() performs then is performed with the caller's
+ * set, as it would be anyway. 0, or -1 (as caps_as_caller).
+ */
+static int caps_keep_as_caller(struct hp_fast *h, pid_t tid) {
+	unsigned slot = (unsigned)tid % CWD_CACHE;
+	if (h->kept_lowered) {
+		if (h->caps[slot].tid == tid && h->caps[slot].gen == h->creds_gen + 1 && h->caps[slot].eff == h->kept_for)
+			return 0;
+		caps_give_back(h);
+	}
+	struct caps_saved s;
+	if (caps_as_caller(h, tid, &s) < 0) return -1;
+	if (s.lowered) {
+		h->kept_lowered = 1;
+		memcpy(h->kept_d, s.d, sizeof h->kept_d);
+		h->kept_for = h->caps[slot].eff;
+	}
+	return 0;
+}
+
 static int meta(struct hp_fast *h, int listener, const struct seccomp_notif *n) {
 	const __u64 *a = n->data.args;
 	pid_t tid = (pid_t)n->pid;
@@ -972,8 +1013,7 @@ static int meta(struct hp_fast *h, int listener, const struct seccomp_notif *n) 
 		return 1;
 	}
 	const struct timespec *tp = kind == META_UTIMENS && times != 0 ? ts : NULL;
-	struct caps_saved saved;
-	if (caps_as_caller(h, tid, &saved) < 0) {
+	if (caps_keep_as_caller(h, tid) < 0) {
 		close(target);
 		return 0;
 	}
@@ -993,7 +1033,6 @@ static int meta(struct hp_fast *h, int listener, const struct seccomp_notif *n) 
 		else r = utimensat(target, name, tp, AT_SYMLINK_NOFOLLOW);
 	}
 	int err = r < 0 ? errno : 0;
-	caps_restore(&saved);
 	close(target);
 	if (kind == META_CHMOD && !fdform && err == ENOSYS) return 0; /* no fchmodat2 (Linux < 6.6): the mediator */
 	struct seccomp_notif_resp resp = {.id = n->id, .val = 0, .error = -err, .flags = 0};
@@ -1742,8 +1781,37 @@ static int msg_fast(struct hp_fast *h, int listener, const struct seccomp_notif 
  * when every sandboxed process is gone (2), after `timeout_ms` (3; -1: no timeout), or on an error (-errno).
  * `wakefd` -1: no wake-up pipe; it waits in RECV itself (blocking until a notification comes).
  */
+/* The calls during which the lowering of the metadata calls is kept (caps_keep_as_caller). */
+static int keeps_lowered(int nr) {
+	switch (nr) {
+	case SYS_fchmod:
+	case SYS_fchown:
+	case SYS_fchmodat:
+	case SYS_fchownat:
+	case SYS_utimensat:
+	case SYS_openat:
+#ifdef SYS_chmod
+	case SYS_chmod:
+	case SYS_chown:
+	case SYS_lchown:
+	case SYS_open:
+	case SYS_creat:
+#endif
+		return 1;
+	}
+	return 0;
+}
+
+static int serve(struct hp_fast *h, int listener, int wakefd, void *out, int out_size, int timeout_ms);
+
 int hp_fast_serve(void *p, int listener, int wakefd, void *out, int out_size, int timeout_ms) {
 	struct hp_fast *h = p;
+	int r = serve(h, listener, wakefd, out, out_size, timeout_ms);
+	caps_give_back(h); /* the thread is Deno's again */
+	return r;
+}
+
+static int serve(struct hp_fast *h, int listener, int wakefd, void *out, int out_size, int timeout_ms) {
 	if ((size_t)out_size < sizeof(struct seccomp_notif)) return -EINVAL;
 	struct pollfd fds[2] = {{.fd = listener, .events = POLLIN}, {.fd = wakefd, .events = POLLIN}};
 	h->creds_gen++; /* since the last call, the mediator may have seen credentials change */
@@ -1775,6 +1843,7 @@ int hp_fast_serve(void *p, int listener, int wakefd, void *out, int out_size, in
 				return -errno;
 			}
 			struct seccomp_notif *n = out;
+			if (h->kept_lowered && (n->data.arch != NATIVE_ARCH || !keeps_lowered((int)n->data.nr))) caps_give_back(h);
 			h->rec_n = 0;
 			h->cur_id = n->id;
 			/* an exec may change a thread's capabilities (a root program's are recomputed) */
