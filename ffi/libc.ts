@@ -420,3 +420,22 @@ export function executableOnDisk(path: string): boolean {
 export function existsOnDisk(path: string): boolean {
   return !path.includes("\0") && libc().access(cstr(path), 0 /* F_OK */) === 0;
 }
+
+/**
+ * Whether `path` itself exists on the real file system, a final symlink (dangling or not) included: faccessat2
+ * with AT_SYMLINK_NOFOLLOW (Linux ≥ 5.8), so a missing path costs no exception. Where the call is refused
+ * (older kernel, a seccomp policy), Deno's lstat answers. See above for NUL.
+ */
+export function lexistsOnDisk(path: string): boolean {
+  if (path.includes("\0")) return false;
+  const buf = cstr(path);
+  const r = sys(SYS.faccessat2, AT_FDCWD, ptrOf(buf), 0, /* F_OK */ AT.SYMLINK_NOFOLLOW);
+  if (r === 0) return true;
+  if (r !== -Errno.ENOSYS && r !== -Errno.EPERM && r !== -Errno.EINVAL) return false;
+  try {
+    Deno.lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}

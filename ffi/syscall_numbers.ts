@@ -30,6 +30,7 @@ export type SyscallName =
   | "landlock_add_rule"
   | "landlock_restrict_self"
   | "fchmodat2"
+  | "faccessat2"
   | "socket"
   | "bind"
   | "sendto"
@@ -46,6 +47,7 @@ const COMMON = {
   landlock_add_rule: 445,
   landlock_restrict_self: 446,
   fchmodat2: 452,
+  faccessat2: 439,
 } as const;
 
 export const SYSCALLS: Record<"x86_64" | "aarch64", Record<SyscallName, number>> = {

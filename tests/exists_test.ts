@@ -1,10 +1,20 @@
 /**
- * lib/util/exists.ts asks access(2) instead of catching Deno's exception for a missing path: the same answers as
- * Deno.statSync (symlinks followed, a dangling one missing), and a path holding a NUL names nothing (the kernel
- * would read the shorter path before it).
+ * lib/util/exists.ts asks access(2) (faccessat2 without following a final symlink for lstatIfThere) instead of
+ * catching Deno's exception for a missing path: the same answers as Deno.statSync (symlinks followed, a dangling
+ * one missing) and Deno.lstatSync (a symlink itself, dangling or not), and a path holding a NUL names nothing
+ * (the kernel would read the shorter path before it).
  */
 import assert from "node:assert/strict";
-import { exists, statIfThere } from "../lib/util/exists.ts";
+import { exists, lexists, lstatIfThere, statIfThere } from "../lib/util/exists.ts";
+
+function lstatKind(p: string): string | undefined {
+  try {
+    const st = Deno.lstatSync(p);
+    return st.isSymlink ? "symlink" : st.isDirectory ? "dir" : st.isFile ? "file" : "other";
+  } catch {
+    return undefined;
+  }
+}
 
 function statOk(p: string): boolean {
   try {
@@ -15,7 +25,7 @@ function statOk(p: string): boolean {
   }
 }
 
-Deno.test("exists() and statIfThere() answer as Deno.statSync: files, directories, symlinks, missing paths", () => {
+Deno.test("exists(), statIfThere() and lstatIfThere() answer as Deno.statSync and Deno.lstatSync: files, directories, symlinks, missing paths", () => {
   const d = Deno.realPathSync(Deno.makeTempDirSync());
   try {
     Deno.mkdirSync(`${d}/dir`);
@@ -23,6 +33,8 @@ Deno.test("exists() and statIfThere() answer as Deno.statSync: files, directorie
     Deno.symlinkSync(`${d}/file`, `${d}/link`);
     Deno.symlinkSync(`${d}/nowhere`, `${d}/dangling`);
     Deno.symlinkSync(`${d}/dir`, `${d}/dirlink`);
+    Deno.symlinkSync(`${d}/loop`, `${d}/loop`);
+    const fifo = new Deno.Command("mkfifo", { args: [`${d}/fifo`] }).outputSync().success;
     const paths = [
       d,
       `${d}/dir`,
@@ -34,12 +46,24 @@ Deno.test("exists() and statIfThere() answer as Deno.statSync: files, directorie
       `${d}/missing`,
       `${d}/file/below`,
       `${d}/missing/below`,
+      `${d}/dangling/below`,
+      `${d}/loop`,
+      `${d}/loop/below`,
+      ...(fifo ? [`${d}/fifo`] : []),
       "/",
       "/proc/self/exe",
+      "/proc/self/cwd",
     ];
     for (const p of paths) {
       assert.equal(exists(p), statOk(p), p);
       assert.equal(statIfThere(p)?.isDirectory, statOk(p) ? Deno.statSync(p).isDirectory : undefined, p);
+      const l = lstatIfThere(p);
+      assert.equal(
+        l && (l.isSymlink ? "symlink" : l.isDirectory ? "dir" : l.isFile ? "file" : "other"),
+        lstatKind(p),
+        p,
+      );
+      assert.equal(lexists(p), lstatKind(p) !== undefined, p);
     }
   } finally {
     Deno.removeSync(d, { recursive: true });
@@ -49,4 +73,5 @@ Deno.test("exists() and statIfThere() answer as Deno.statSync: files, directorie
 Deno.test("a path holding a NUL exists nowhere (not the shorter path before it)", () => {
   assert.equal(exists("/etc\0/missing"), false);
   assert.equal(statIfThere("/\0"), undefined);
+  assert.equal(lstatIfThere("/etc\0/missing"), undefined);
 });

@@ -12,6 +12,7 @@
  * @module
  */
 import { UsageError } from "../types.ts";
+import { lstatIfThere } from "../util/exists.ts";
 
 export interface ProjectRulesText {
   file: string;
@@ -27,20 +28,13 @@ export function readProjectRules(project: string): ProjectRulesText {
     new UsageError(
       `${what} is a symlink: a project's rules are read only from a real file in the project (replace the link by the file itself)`,
     );
-  let dst: Deno.FileInfo;
-  try {
-    dst = Deno.lstatSync(dir);
-  } catch {
-    return { file, text: null };
-  }
+  // No exception for a missing one (lib/util/exists.ts): most projects have none.
+  const dst = lstatIfThere(dir);
+  if (dst === undefined) return { file, text: null };
   if (dst.isSymlink) throw refuse(dir);
   if (!dst.isDirectory) return { file, text: null };
-  let fst: Deno.FileInfo;
-  try {
-    fst = Deno.lstatSync(file);
-  } catch {
-    return { file, text: null };
-  }
+  const fst = lstatIfThere(file);
+  if (fst === undefined) return { file, text: null };
   if (fst.isSymlink) throw refuse(file);
   if (!fst.isFile) throw new UsageError(`${file}: not a regular file`);
   if (fst.size > 4 * 1024 * 1024) throw new UsageError(`${file}: larger than 4 MiB`);

@@ -20,7 +20,7 @@ import { realCarveFs } from "../floor/carve_fs.ts";
 import { type ReadProtection, readProtection } from "../policy/secrets.ts";
 import { readPath } from "../policy/rules_file.ts";
 import { type GroupTable, newGroupTable } from "../policy/exec_groups.ts";
-import { statIfThere } from "../util/exists.ts";
+import { exists, statIfThere } from "../util/exists.ts";
 import { stdioCharDevices } from "../util/stdio_devices.ts";
 
 export interface Plan {
@@ -237,11 +237,7 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
     }
   }
   const fileOpts = { project, cwd, home, pathEnv, reads, groups };
-  try {
-    if (Deno.statSync(userRulesFile).isFile) rules.push(...readRulesFile(userRulesFile, fileOpts));
-  } catch (e) {
-    if (e instanceof UsageError) throw e;
-  }
+  if (statIfThere(userRulesFile)?.isFile) rules.push(...readRulesFile(userRulesFile, fileOpts));
   for (const f of o.rulesFiles) rules.push(...readRulesFile(f, fileOpts));
   // The project's file is a project file by where it sits (never read through a symlink): it only narrows.
   const projectRules = readProjectRules(project);
@@ -299,6 +295,7 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
     env,
     rules: reads,
     list: (d) => {
+      if (!exists(d)) return undefined; // no exception for a missing one
       try {
         return [...Deno.readDirSync(d)].map((e) => e.name);
       } catch {

@@ -1,4 +1,4 @@
-import { existsOnDisk } from "../../ffi/libc.ts";
+import { existsOnDisk, lexistsOnDisk } from "../../ffi/libc.ts";
 
 /**
  * Whether `p` names something here (symlinks followed: a dangling one does not). Asked with access(2) (ffi/libc.ts
@@ -14,6 +14,16 @@ export function statIfThere(p: string): Deno.FileInfo | undefined {
   if (!existsOnDisk(p)) return undefined;
   try {
     return Deno.statSync(p);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Deno.lstatSync of `p` (a final symlink not followed), or undefined when it is not there (no exception). */
+export function lstatIfThere(p: string): Deno.FileInfo | undefined {
+  if (!lexistsOnDisk(p)) return undefined;
+  try {
+    return Deno.lstatSync(p);
   } catch {
     return undefined;
   }
