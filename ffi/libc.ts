@@ -8,6 +8,11 @@ import { Errno, SysError } from "./errors.ts";
 import { SYS } from "./syscall_numbers.ts";
 export { SYS };
 
+/**
+ * Every symbol costs ~0.15 ms of start-up when the table is opened (Deno compiles a fast-call trampoline for
+ * each): calls a session makes once or twice (umask, socketpair, sendmsg, recvmsg: the launcher's hand-over) go
+ * through syscall6 instead.
+ */
 const SYMBOLS = {
   __errno_location: { parameters: [], result: "pointer" }, // int *__errno_location(void)
   syscall6: { name: "syscall", parameters: ["i64", "i64", "i64", "i64", "i64", "i64", "i64"], result: "i64" }, // long syscall(long nr, ...)
@@ -16,12 +21,8 @@ const SYMBOLS = {
   read_nb: { name: "read", parameters: ["i32", "buffer", "usize"], result: "isize", nonblocking: true },
   poll: { parameters: ["buffer", "u64", "i32"], result: "i32" }, // int poll(struct pollfd *, nfds_t, int)
   poll_nb: { name: "poll", parameters: ["buffer", "u64", "i32"], result: "i32", nonblocking: true },
-  socketpair: { parameters: ["i32", "i32", "i32", "buffer"], result: "i32" }, // int socketpair(int, int, int, int[2])
-  sendmsg: { parameters: ["i32", "buffer", "i32"], result: "isize" }, // ssize_t sendmsg(int, const struct msghdr *, int)
-  recvmsg: { parameters: ["i32", "buffer", "i32"], result: "isize" }, // ssize_t recvmsg(int, struct msghdr *, int)
   fcntl: { parameters: ["i32", "i32", "i32"], result: "i32" }, // int fcntl(int, int, int)
   openat: { parameters: ["i32", "buffer", "i32", "u32"], result: "i32" }, // int openat(int, const char *, int, mode_t)
-  umask: { parameters: ["u32"], result: "u32" },
   access: { parameters: ["buffer", "i32"], result: "i32" }, // int access(const char *, int)
   // int posix_spawn(pid_t *, const char *path, file_actions *, attr *, char *const argv[], char *const envp[])
   posix_spawn: { parameters: ["buffer", "buffer", "pointer", "pointer", "buffer", "pointer"], result: "i32" },
@@ -207,7 +208,8 @@ export function writeAll(fd: number, data: Uint8Array<ArrayBuffer>): void {
 /** socketpair(AF_UNIX, SOCK_SEQPACKET|SOCK_CLOEXEC): both ends close-on-exec. */
 export function seqpacketPair(): [number, number] {
   const fds = new Int32Array(32);
-  check("socketpair", libc().socketpair(1, 5 | 0o2000000, 0, new Uint8Array(fds.buffer)));
+  const r = sys(SYS.socketpair, 1, 5 | 0o2000000, 0, ptrOf(new Uint8Array(fds.buffer)));
+  if (r < 0) throw new SysError("socketpair", -r);
   return [fds[0], fds[1]];
 }
 
@@ -266,7 +268,8 @@ export function sendWithFds(sock: number, payload: Uint8Array<ArrayBuffer>, fds:
     mv.setBigUint64(40, BigInt(ctlLen), true); // msg_controllen
   }
   const MSG_NOSIGNAL = 0x4000;
-  check("sendmsg", libc().sendmsg(sock, msg, MSG_NOSIGNAL));
+  const r = sys(SYS.sendmsg, sock, ptrOf(msg), MSG_NOSIGNAL);
+  if (r < 0) throw new SysError("sendmsg", -r);
 }
 
 /** recvmsg of one packet; returns the payload and any fds received (made close-on-exec). */
@@ -286,9 +289,9 @@ export function recvWithFds(sock: number, maxLen = 256): { data: Uint8Array; fds
   const MSG_CMSG_CLOEXEC = 0x40000000;
   let n: number;
   for (;;) {
-    n = Number(libc().recvmsg(sock, msg, MSG_CMSG_CLOEXEC));
+    n = sys(SYS.recvmsg, sock, ptrOf(msg), MSG_CMSG_CLOEXEC);
     if (n >= 0) break;
-    const e = errno();
+    const e = -n;
     if (e !== Errno.EINTR) throw new SysError("recvmsg", e); // EAGAIN: a non-blocking socket with nothing
   }
   const fds: number[] = [];
@@ -307,7 +310,7 @@ export function recvWithFds(sock: number, maxLen = 256): { data: Uint8Array; fds
 }
 
 export function setUmask(mask: number): number {
-  return libc().umask(mask);
+  return sys(SYS.umask, mask);
 }
 
 const dec = new TextDecoder();

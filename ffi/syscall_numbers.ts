@@ -35,7 +35,11 @@ export type SyscallName =
   | "bind"
   | "sendto"
   | "recvfrom"
-  | "setsockopt";
+  | "setsockopt"
+  | "socketpair"
+  | "sendmsg"
+  | "recvmsg"
+  | "umask";
 
 /** Calls numbered alike on every architecture since Linux 5.1 (the unified table). */
 const COMMON = {
@@ -73,6 +77,10 @@ export const SYSCALLS: Record<"x86_64" | "aarch64", Record<SyscallName, number>>
     sendto: 44,
     recvfrom: 45,
     setsockopt: 54,
+    socketpair: 53,
+    sendmsg: 46,
+    recvmsg: 47,
+    umask: 95,
     ...COMMON,
   },
   aarch64: {
@@ -97,6 +105,10 @@ export const SYSCALLS: Record<"x86_64" | "aarch64", Record<SyscallName, number>>
     sendto: 206,
     recvfrom: 207,
     setsockopt: 208,
+    socketpair: 199,
+    sendmsg: 211,
+    recvmsg: 212,
+    umask: 166,
     ...COMMON,
   },
 };
