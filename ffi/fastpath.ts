@@ -5,21 +5,22 @@
  * file comment says why that is safe. One handle per listener and thread: the main thread's until the
  * supervisor Worker starts, then the Worker's.
  */
-const SYMBOLS = {
+// Three symbols per table: each costs ~0.15 ms when the table is opened, which the main thread does when the
+// first notification is waiting (lib/supervisor/host.ts). The rest goes through hp_fast_ctl (CTL below).
+const COMMON = {
   hp_fast_new: { parameters: [], result: "pointer" },
-  hp_fast_free: { parameters: ["pointer"], result: "void" },
-  hp_fast_set_list: { parameters: ["pointer", "i32", "buffer", "i32"], result: "i32" },
-  hp_fast_set_net: { parameters: ["pointer", "i32"], result: "i32" },
-  hp_fast_take_connecting: { parameters: ["pointer"], result: "i32" },
-  hp_fast_stats: { parameters: ["pointer", "buffer"], result: "void" },
-  hp_fast_serve: { parameters: ["pointer", "i32", "i32", "buffer", "i32", "i32"], result: "i32" },
-  // The same loop on a thread of Deno's pool, for the main thread (which must never block).
-  hp_fast_serve_async: {
-    name: "hp_fast_serve",
-    parameters: ["pointer", "i32", "i32", "buffer", "i32", "i32"],
-    result: "i32",
-    nonblocking: true,
-  },
+  hp_fast_ctl: { parameters: ["pointer", "i32", "buffer", "i32"], result: "i32" },
+} as const satisfies Deno.ForeignLibraryInterface;
+const SERVE_ARGS = ["pointer", "i32", "i32", "buffer", "i32", "i32"] as const;
+/** The supervisor Worker's table: it waits in the loop itself. */
+const BLOCKING = {
+  ...COMMON,
+  hp_fast_serve: { parameters: SERVE_ARGS, result: "i32" },
+} as const satisfies Deno.ForeignLibraryInterface;
+/** The main thread's: the same loop on a thread of Deno's pool (the main thread must never block). */
+const ON_POOL = {
+  ...COMMON,
+  hp_fast_serve: { parameters: SERVE_ARGS, result: "i32", nonblocking: true },
 } as const satisfies Deno.ForeignLibraryInterface;
 
 /**
@@ -66,35 +67,47 @@ export interface FastRoots {
  * What serve() returned. CONNECTING: a blocking connect the fast path started and could not finish at once is in
  * `notif`; its socket (takeConnecting()) is to be waited on, and the call answered when it completes.
  */
+/** hp_fast_ctl's operations (helper/fastpath/fastpath.c HP_CTL_*). */
+const CTL = { SET: 0, NET: 1, STATS: 2, TAKE_CONNECTING: 3, FREE: 4 } as const;
+const NO_BUFFER = new Uint8Array(8);
+
 export const SERVE = { WAKE: 0, NOTIFICATION: 1, HANGUP: 2, TIMEOUT: 3, CONNECTING: 4 } as const;
 
 export class FastPath {
-  readonly #lib: Deno.DynamicLibrary<typeof SYMBOLS>;
+  readonly #lib: Deno.DynamicLibrary<typeof BLOCKING> | Deno.DynamicLibrary<typeof ON_POOL>;
   readonly #h: Deno.PointerObject;
   readonly #stats = new BigUint64Array(16);
   #roots = "";
   #active = false;
   readonly #waits: boolean;
+  readonly #onPool: boolean;
 
-  private constructor(lib: Deno.DynamicLibrary<typeof SYMBOLS>, h: Deno.PointerObject, waits: boolean) {
+  private constructor(
+    lib: Deno.DynamicLibrary<typeof BLOCKING> | Deno.DynamicLibrary<typeof ON_POOL>,
+    h: Deno.PointerObject,
+    waits: boolean,
+    onPool: boolean,
+  ) {
     this.#lib = lib;
     this.#h = h;
     this.#waits = waits;
+    this.#onPool = onPool;
   }
 
   /**
    * Loads the library at `path`; null when it cannot be loaded (everything then goes to the mediator).
    * `waits`: the caller takes over blocking connects (SERVE.CONNECTING); without it they go to the mediator.
+   * `onPool`: for {@link serveAsync} (the main thread); otherwise {@link serve}.
    */
-  static open(path: string, waits = false): FastPath | null {
+  static open(path: string, waits = false, onPool = false): FastPath | null {
     try {
-      const lib = Deno.dlopen(path, SYMBOLS);
+      const lib = onPool ? Deno.dlopen(path, ON_POOL) : Deno.dlopen(path, BLOCKING);
       const h = lib.symbols.hp_fast_new();
       if (h === null) {
         lib.close();
         return null;
       }
-      return new FastPath(lib, h, waits);
+      return new FastPath(lib, h, waits, onPool);
     } catch {
       return null;
     }
@@ -114,23 +127,21 @@ export class FastPath {
       ...(p?.children ?? []).map((x) => "C" + x),
       ...(p?.newNames ?? []).map((x) => "N" + x),
     ], p?.project ? [p.project] : []];
-    const key = lists.map((l) => l.join("\0")).join("\0\0") + (roots.netDirect ? "\0\0\0net" : "");
+    // One call: the six lists in order, each path NUL-terminated and each list ended by one more NUL; the C
+    // sets the exceptions before the perform roots (a region is never without its exceptions), and on an error
+    // empties every list. An empty path or one holding a NUL would shift the lists: nothing is set then.
+    const bad = lists.some((l) => l.some((r) => r === "" || r.includes("\0")));
+    const packed = bad ? "\0" : lists.map((l) => l.map((r) => r + "\0").join("") + "\0").join("");
+    const key = packed + (roots.netDirect ? "net" : "");
     if (key === this.#roots) return;
-    let ok = true;
-    // The exceptions before the roots: a region is never without its exceptions.
-    for (const which of [0, 1, 2, 4, 5, 3]) {
-      const l = lists[which];
-      const bytes = new TextEncoder().encode(l.map((r) => r + "\0").join(""));
-      const buf = new Uint8Array(Math.max(128, bytes.length));
-      buf.set(bytes);
-      if (this.#lib.symbols.hp_fast_set_list(this.#h, which, buf, bytes.length) !== 0) ok = false;
-      if (!ok) break;
-    }
-    if (!ok) {
-      const none = new Uint8Array(128);
-      for (const which of [3, 0, 1, 2, 4, 5]) this.#lib.symbols.hp_fast_set_list(this.#h, which, none, 0);
-    }
-    this.#lib.symbols.hp_fast_set_net(this.#h, ok && roots.netDirect ? (this.#waits ? 2 : 1) : 0);
+    const bytes = new TextEncoder().encode(packed);
+    const ok = this.#lib.symbols.hp_fast_ctl(this.#h, CTL.SET, bytes, bytes.length) === 0;
+    this.#lib.symbols.hp_fast_ctl(
+      this.#h,
+      CTL.NET,
+      NO_BUFFER,
+      ok && roots.netDirect ? (this.#waits ? 2 : 1) : 0,
+    );
     this.#active = ok && [roots.write, roots.exec, roots.files, p?.roots ?? []].some((l) => l.length > 0);
     this.#roots = ok ? key : "";
   }
@@ -151,7 +162,9 @@ export class FastPath {
     size: number,
     timeoutMs: number,
   ): number {
-    return this.#lib.symbols.hp_fast_serve(this.#h, listenerFd, wakeFd, notif, size, timeoutMs);
+    const r = this.#lib.symbols.hp_fast_serve(this.#h, listenerFd, wakeFd, notif, size, timeoutMs);
+    if (typeof r !== "number") throw new Error("FastPath: opened for serveAsync (onPool)");
+    return r;
   }
 
   /** {@link serve} on another thread, for the main thread: needs a wake pipe to be stopped. */
@@ -161,12 +174,13 @@ export class FastPath {
     notif: Uint8Array<ArrayBuffer>,
     size: number,
   ): Promise<number> {
-    return this.#lib.symbols.hp_fast_serve_async(this.#h, listenerFd, wakeFd, notif, size, -1);
+    if (!this.#onPool) throw new Error("FastPath: not opened for serveAsync (onPool)");
+    return this.#lib.symbols.hp_fast_serve(this.#h, listenerFd, wakeFd, notif, size, -1) as Promise<number>;
   }
 
   /** The socket of the connect serve() returned SERVE.CONNECTING for (ours to close), or -1. */
   takeConnecting(): number {
-    return this.#lib.symbols.hp_fast_take_connecting(this.#h);
+    return this.#lib.symbols.hp_fast_ctl(this.#h, CTL.TAKE_CONNECTING, NO_BUFFER, 0);
   }
 
   /**
@@ -174,7 +188,7 @@ export class FastPath {
    * errno (execs of what is not there or cannot run).
    */
   stats(): { continued: number; handed: number; emulated: number; refused: number } {
-    this.#lib.symbols.hp_fast_stats(this.#h, this.#stats);
+    this.#lib.symbols.hp_fast_ctl(this.#h, CTL.STATS, this.#stats, 0);
     return {
       continued: Number(this.#stats[0]),
       handed: Number(this.#stats[1]),
@@ -184,7 +198,7 @@ export class FastPath {
   }
 
   close(): void {
-    this.#lib.symbols.hp_fast_free(this.#h);
+    this.#lib.symbols.hp_fast_ctl(this.#h, CTL.FREE, NO_BUFFER, 0);
     this.#lib.close();
   }
 }

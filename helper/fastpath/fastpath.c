@@ -1530,6 +1530,53 @@ int hp_fast_take_connecting(void *p) {
 }
 
 /*
+ * The one entry point besides hp_fast_new and hp_fast_serve (ffi/fastpath.ts: every symbol of a Deno FFI table
+ * costs ~0.15 ms to open, and the main thread opens this table when the first notification waits):
+ *   HP_CTL_SET: `buf` holds the six lists (LIST_WRITE .. LIST_PROJECT, in that order), each path NUL-terminated
+ *     and each list ended by one more NUL, `len` bytes in all; set as hp_fast_set_list would, the exceptions
+ *     before the perform roots (a region is never without its exceptions). 0; -EINVAL: every list is emptied.
+ *   HP_CTL_NET: hp_fast_set_net(len). HP_CTL_STATS: hp_fast_stats into `buf`. HP_CTL_TAKE_CONNECTING:
+ *   hp_fast_take_connecting. HP_CTL_FREE: hp_fast_free.
+ */
+enum { HP_CTL_SET = 0, HP_CTL_NET = 1, HP_CTL_STATS = 2, HP_CTL_TAKE_CONNECTING = 3, HP_CTL_FREE = 4 };
+
+int hp_fast_ctl(void *p, int op, void *buf, int len) {
+	switch (op) {
+	case HP_CTL_SET: {
+		const char *b = buf;
+		int start[6], size[6], off = 0;
+		for (int which = 0; which < 6; which++) {
+			start[which] = off;
+			while (off < len && b[off] != 0) off += (int)strnlen(b + off, (size_t)(len - off)) + 1;
+			if (off >= len) goto none;
+			size[which] = off - start[which];
+			off++; /* the list's end */
+		}
+		static const int order[6] = {LIST_WRITE, LIST_EXEC, LIST_FILES, LIST_EXCEPT, LIST_PROJECT, LIST_PERFORM};
+		for (int i = 0; i < 6; i++) {
+			if (hp_fast_set_list(p, order[i], b + start[order[i]], size[order[i]]) != 0) goto none;
+		}
+		return 0;
+	none:; /* the perform roots first, then the rest */
+		static const int none[6] = {LIST_PERFORM, LIST_WRITE, LIST_EXEC, LIST_FILES, LIST_EXCEPT, LIST_PROJECT};
+		for (int k = 0; k < 6; k++) hp_fast_set_list(p, none[k], "", 0);
+		return -EINVAL;
+	}
+	case HP_CTL_NET:
+		return hp_fast_set_net(p, len);
+	case HP_CTL_STATS:
+		hp_fast_stats(p, buf);
+		return 0;
+	case HP_CTL_TAKE_CONNECTING:
+		return hp_fast_take_connecting(p);
+	case HP_CTL_FREE:
+		hp_fast_free(p);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/*
  * Whether a netlink address names another process or a multicast group (nl_pid or nl_groups set), not the
  * kernel: the mediator refuses such a send or connect (lib/policy/socket_policy.ts netlinkPeer).
  */

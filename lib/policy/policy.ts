@@ -82,6 +82,23 @@ interface Entry {
   readonly dest: ConnectDest | null;
 }
 
+/**
+ * A rule's decision. Its `why` is made when first read: most decisions are never logged, and the supervisor's
+ * fast path compiles a policy while the first trapped call waits (lib/supervisor/host.ts).
+ */
+function decisionOf(rule: Rule): Decision {
+  let why: string | undefined;
+  return Object.freeze({
+    effect: rule.effect,
+    rule,
+    get why(): string {
+      return why ??= `${rule.effect === "allow" ? "allowed" : "denied"} by "${formatRule(rule)}" (${
+        formatSource(rule.source)
+      })`;
+    },
+  });
+}
+
 /** A rule's target as the policy compiled it: one path or tree (see {@link Policy.pathEntries}). */
 export interface PathEntry {
   readonly effect: "allow" | "deny";
@@ -415,13 +432,7 @@ export class Policy {
   }
 
   #compile(rule: Rule): Entry[] {
-    const decision: Decision = Object.freeze({
-      effect: rule.effect,
-      rule,
-      why: `${rule.effect === "allow" ? "allowed" : "denied"} by "${formatRule(rule)}" (${
-        formatSource(rule.source)
-      })`,
-    });
+    const decision = decisionOf(rule);
     const base = {
       rule,
       deny: rule.effect === "deny",

@@ -105,10 +105,12 @@ export class SupervisorHost {
       import("./fast_replay.ts"),
     ]);
     // Blocking connects it cannot finish at once are handed to the Worker with the first notification.
-    const fast = FastPath.open(cfg.fastPath, true);
+    const fast = FastPath.open(cfg.fastPath, true, true);
     if (fast === null) return null;
     try {
-      const policy = new Policy(cfg.rules, {
+      // Only the path rules: the fast path's lists come from them (fastRootsOf), and a connect rule's parse
+      // would be paid here while the first trapped call waits.
+      const policy = new Policy(cfg.rules.filter((r) => r.op !== "connect"), {
         home: cfg.home,
         cwd: cfg.cwd,
         lookup: (p) => lookupInPath(p, cfg.pathEnv),
