@@ -40,6 +40,8 @@ import { NoAsk } from "../ask/no_ask.ts";
 import { groupRecord } from "../policy/exec_groups.ts";
 import { Summary } from "../cli/summary.ts";
 import { checkNestedRepos, realRepoFs } from "./nested_repos.ts";
+import { checkAgentConfig, snapshotAgentConfig } from "./agent_config_check.ts";
+import { agentConfigFiles } from "../policy/agent_config.ts";
 import { GIT_REASON } from "../policy/protected_paths.ts";
 import { DENIED_STATUS, finalStatus } from "../cli/fail_on_deny.ts";
 import { SupervisorHost } from "../supervisor/host.ts";
@@ -330,6 +332,9 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   setCloexec(childSock, false);
   // The command can tell it runs under hallpass (e.g. for a PS1 marker: README).
   Deno.env.set("HALLPASS", "1");
+  // Agents' own configuration, read before anything in the sandbox runs (checked at exit: lib/sandbox/agent_config_check.ts).
+  const cfg = agentConfigFiles(plan.home, plan.project, (k) => Deno.env.get(k));
+  const agentConfig = snapshotAgentConfig(cfg.files, cfg.dirs);
   const startMs = Date.now();
   try {
     const path = launcherPath();
@@ -354,7 +359,10 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
       launcher.status.then(() => true),
       new Promise<false>((r) => setTimeout(() => r(false), 2000)),
     ]);
-    if (gone) nestedRepoLines(plan, startMs).forEach((l) => console.error(l));
+    if (gone) {
+      nestedRepoLines(plan, startMs).forEach((l) => console.error(l));
+      checkAgentConfig(agentConfig, plan.home).forEach((l) => console.error(l));
+    }
   };
   const cfgMsg = new Uint8Array(16);
   const dv = new DataView(cfgMsg.buffer);
@@ -466,7 +474,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   const refused = watch ? await watch.finish(() => close(listenerFd)) : null;
   const refusedLines = refused?.lines ?? [];
   // Every sandboxed process is gone (the launcher kills and reaps them before it exits): nothing can race this.
-  const repoLines = nestedRepoLines(plan, startMs);
+  const repoLines = [...nestedRepoLines(plan, startMs), ...checkAgentConfig(agentConfig, plan.home)];
   await backend.close();
   if (pty) await pty.finish();
   repoLines.forEach((l) => console.error(l));

@@ -1,0 +1,296 @@
+/**
+ * The exit check of agents' own configuration (lib/policy/agent_config.ts decides; this reads and writes): the
+ * files are read before the command starts, and again at exit, when every sandboxed process is gone. A watched
+ * key (a hook, an MCP server, a helper command) the sandbox set or changed is put back to what it was, in the
+ * file as it is at exit (the agent's state written during the session stays), and named on stderr with the
+ * value the sandbox wrote. docs/threat-model.md ("What is left behind to run outside").
+ *
+ * The agent's other sessions (outside hallpass, or in another hallpass) may rewrite these files at any time:
+ * a file is read only when the file read is the one at its path before and after (same device and inode), and
+ * is replaced (a new file renamed over it) only when its path still holds the file read, else read again.
+ *
+ * @module
+ */
+import { fs as fsops, openDirNoSymlinks, S_IFREG } from "../../ffi/fsops.ts";
+import { AT_FDCWD, cstr, O } from "../../ffi/libc.ts";
+import { type ConfigFile, describeChanges, judgeConfig, type Verdict } from "../policy/agent_config.ts";
+import { visible } from "../ui/sanitize.ts";
+
+const QUARANTINE = ".hallpass-quarantined";
+const MAX = 64 << 20;
+
+interface Read {
+  text: string;
+  dev: number;
+  ino: number;
+  size: number;
+  mtimeMs: number;
+  mode: number;
+}
+
+/** One file as it was at start. */
+interface Before {
+  file: ConfigFile;
+  text: string | undefined;
+  /** The canonical path of its directory, and of itself when it is a symlink. */
+  dirReal: string | undefined;
+  linkReal: string | undefined;
+}
+
+export interface AgentConfigSnapshot {
+  before: Before[];
+  dirs: { dir: string; prefix: string; template: Omit<ConfigFile, "path">; names: Set<string> }[];
+}
+
+function dirOf(p: string): string {
+  return p.slice(0, p.lastIndexOf("/")) || "/";
+}
+
+function real(p: string): string | undefined {
+  try {
+    return Deno.realPathSync(p);
+  } catch {
+    return undefined;
+  }
+}
+
+function isLink(p: string): boolean {
+  try {
+    return Deno.lstatSync(p).isSymlink;
+  } catch {
+    return false;
+  }
+}
+
+/** A regular file's text as the agent reads it (following links), or undefined; "again" if it moved. */
+function readOnce(path: string): Read | undefined | "again" {
+  // Never blocks: another session's sandbox may have put a FIFO there.
+  const fd = fsops.openat(AT_FDCWD, cstr(path), O.RDONLY | O.NONBLOCK | O.CLOEXEC, 0);
+  if (fd < 0) return undefined;
+  try {
+    if (fsops.fileType(fd) !== S_IFREG) return undefined;
+    const before = Deno.statSync(`/proc/self/fd/${fd}`);
+    if (before.size > MAX) return undefined;
+    const text = Deno.readTextFileSync(`/proc/self/fd/${fd}`);
+    const after = Deno.statSync(`/proc/self/fd/${fd}`);
+    const named = Deno.statSync(path);
+    const same = (a: Deno.FileInfo, b: Deno.FileInfo) => a.dev === b.dev && a.ino === b.ino;
+    if (!same(before, after) || !same(before, named)) return "again";
+    return {
+      text,
+      dev: after.dev,
+      ino: after.ino ?? 0,
+      size: after.size,
+      mtimeMs: after.mtime?.getTime() ?? 0,
+      mode: (after.mode ?? 0o600) & 0o777,
+    };
+  } catch {
+    return undefined;
+  } finally {
+    fsops.close(fd);
+  }
+}
+
+function read(path: string): Read | undefined {
+  for (let i = 0; i < 5; i++) {
+    const r = readOnce(path);
+    if (r !== "again") return r;
+  }
+  return undefined;
+}
+
+function list(dir: string, prefix: string): string[] {
+  try {
+    return [...Deno.readDirSync(dir)].filter((e) => e.name.startsWith(prefix) && !e.name.includes(QUARANTINE))
+      .map((e) => e.name);
+  } catch {
+    return [];
+  }
+}
+
+function snapshotOne(file: ConfigFile): Before {
+  const dirReal = real(dirOf(file.path));
+  return {
+    file,
+    text: read(file.path)?.text,
+    dirReal,
+    linkReal: isLink(file.path) ? real(file.path) : undefined,
+  };
+}
+
+/** Reads the files before the command starts. */
+export function snapshotAgentConfig(
+  files: readonly ConfigFile[],
+  dirs: readonly { dir: string; prefix: string; template: Omit<ConfigFile, "path"> }[],
+): AgentConfigSnapshot {
+  const before = files.map(snapshotOne);
+  const ds = dirs.map((d) => {
+    const names = new Set(list(d.dir, d.prefix));
+    for (const n of names) before.push(snapshotOne({ ...d.template, path: `${d.dir}/${n}` }));
+    return { ...d, names };
+  });
+  return { before, dirs: ds };
+}
+
+/** `~/x` for a path in `home`. */
+function shown(p: string, home: string): string {
+  return visible(p.startsWith(home + "/") ? "~" + p.slice(home.length) : p);
+}
+
+/** The check at exit: the lines to print (one per file put back, or that could not be). */
+export function checkAgentConfig(snap: AgentConfigSnapshot, home: string): string[] {
+  const todo = [...snap.before];
+  for (const d of snap.dirs) {
+    for (const n of list(d.dir, d.prefix)) {
+      if (!d.names.has(n)) {
+        todo.push({
+          file: { ...d.template, path: `${d.dir}/${n}` },
+          text: undefined,
+          dirReal: real(d.dir),
+          linkReal: undefined,
+        });
+      }
+    }
+  }
+  const out: string[] = [];
+  for (const b of todo) {
+    try {
+      const line = checkOne(b, home);
+      if (line) out.push(line);
+    } catch (e) {
+      out.push(`hallpass: ${shown(b.file.path, home)}: could not be checked (${visible(String(e))})`);
+    }
+  }
+  return out;
+}
+
+const TAIL =
+  "an agent started without hallpass would run what the sandbox wrote there (docs/threat-model.md)";
+
+function checkOne(b: Before, home: string): string | undefined {
+  const path = b.file.path;
+  const name = shown(path, home);
+  const dir = dirOf(path);
+  // A directory or file on the way that now leads elsewhere (a symlink the sandbox made or changed): the link
+  // is moved aside, so the agent reads the name again, and the file as it was is put back there.
+  const dirNow = real(dir);
+  if (dirNow !== b.dirReal && isLink(dir)) {
+    const v = judgeConfig(b.file, b.text, read(path)?.text);
+    if (v.kind === "same") return undefined;
+    const aside = moveAside(dir);
+    return `hallpass: ${name}: its directory was made a symlink to ${visible(dirNow ?? "?")} that sets ` +
+      `${describeChanges(v.changes) || "watched keys"}: ${
+        aside ? `moved aside as ${shown(aside, home)}` : "could not be moved aside"
+      }; ${TAIL}`;
+  }
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const link = isLink(path);
+    const now = read(path);
+    if (link && (b.linkReal === undefined || real(path) !== b.linkReal)) {
+      const v = judgeConfig(b.file, b.text, now?.text);
+      if (v.kind === "same") return undefined;
+      // Never written through: the link is moved aside and the file as it was put back under the name.
+      const aside = moveAside(path);
+      if (!aside) return `hallpass: ${name}: a symlink the sandbox made could not be moved aside; ${TAIL}`;
+      const put = b.text === undefined ? true : writeNew(path, b.text, 0o600, undefined);
+      return `hallpass: ${name}: the sandbox made it a symlink that sets ${
+        describeChanges(v.changes) || "watched keys"
+      }: the link was moved aside as ${shown(aside, home)}${
+        put === true
+          ? (b.text === undefined ? "" : " and the file put back as it was")
+          : ", the file not put back"
+      }; ${TAIL}`;
+    }
+    const v: Verdict = judgeConfig(b.file, b.text, now?.text);
+    if (v.kind === "same" || !now) return undefined;
+    // Where to write: the file itself (through a link the person had at start, its target).
+    const target = link ? (real(path) ?? path) : path;
+    const what = describeChanges(v.changes);
+    if (v.kind === "keys") {
+      const r = writeNew(target, v.text, now.mode, now);
+      if (r === "again") continue;
+      return r
+        ? `hallpass: ${name}: the sandbox set ${what}: put back as it was; ${TAIL}`
+        : `hallpass: ${name}: the sandbox set ${what}: could not be put back; ${TAIL}`;
+    }
+    // The whole file as it was: the sandbox's version is moved aside (kept for review), then the old one put.
+    if (!sameFile(target, now)) continue;
+    const aside = moveAside(target);
+    if (!aside) return `hallpass: ${name}: changed by the sandbox and could not be moved aside; ${TAIL}`;
+    const why = what || `changed, and ${v.why ?? "not readable key by key"}`;
+    const put = v.text === undefined ? true : writeNew(target, v.text, now.mode, undefined);
+    return `hallpass: ${name}: the sandbox set ${why}: moved aside as ${shown(aside, home)}${
+      v.text === undefined ? "" : put === true ? ", the file as it was put back" : ", the file not put back"
+    }; ${TAIL}`;
+  }
+  return `hallpass: ${name}: kept changing while it was checked; ${TAIL}`;
+}
+
+function sameFile(path: string, r: Read): boolean {
+  try {
+    const st = Deno.statSync(path);
+    return st.dev === r.dev && st.ino === r.ino && st.size === r.size &&
+      (st.mtime?.getTime() ?? 0) === r.mtimeMs;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Writes `text` to a new file beside `path` and renames it over `path` — when `expect` is given, only if
+ * `path` still holds that file ("again" otherwise); without it, only if `path` does not exist. Through the
+ * directory opened without following a symlink.
+ */
+function writeNew(path: string, text: string, mode: number, expect: Read | undefined): boolean | "again" {
+  const dir = real(dirOf(path));
+  if (!dir) return false;
+  const dfd = openDirNoSymlinks(dir);
+  if (dfd < 0) return false;
+  const base = path.slice(path.lastIndexOf("/") + 1);
+  const tmp = `.${base}.hallpass-restore.${Deno.pid}`;
+  const at = (n: string) => `/proc/self/fd/${dfd}/${n}`;
+  try {
+    try {
+      Deno.removeSync(at(tmp));
+    } catch { /* none */ }
+    Deno.writeTextFileSync(at(tmp), text, { createNew: true, mode: mode || 0o600 });
+    Deno.chmodSync(at(tmp), mode || 0o600);
+    if (expect && !sameFile(at(base), expect)) {
+      Deno.removeSync(at(tmp));
+      return "again";
+    }
+    const flags = expect ? 0 : 1; /* RENAME_NOREPLACE */
+    if (fsops.renameat2(dfd, cstr(tmp), dfd, cstr(base), flags) !== 0) {
+      Deno.removeSync(at(tmp));
+      return false;
+    }
+    return true;
+  } catch {
+    try {
+      Deno.removeSync(at(tmp));
+    } catch { /* gone */ }
+    return false;
+  } finally {
+    fsops.close(dfd);
+  }
+}
+
+/** Renames `path` (a file or a link, never followed) to `NAME.hallpass-quarantined[.N]`; its new path. */
+function moveAside(path: string): string | undefined {
+  const dir = real(dirOf(path));
+  if (!dir) return undefined;
+  const dfd = openDirNoSymlinks(dir);
+  if (dfd < 0) return undefined;
+  const base = path.slice(path.lastIndexOf("/") + 1);
+  try {
+    for (let n = 0; n < 100; n++) {
+      const to = `${base}${QUARANTINE}${n ? `.${n}` : ""}`;
+      if (fsops.renameat2(dfd, cstr(base), dfd, cstr(to), 1 /* RENAME_NOREPLACE */) === 0) {
+        return `${dirOf(path)}/${to}`;
+      }
+    }
+    return undefined;
+  } finally {
+    fsops.close(dfd);
+  }
+}
