@@ -11,15 +11,18 @@
  *
  * @module
  */
+import { dirEntries } from "../../ffi/dir_entries.ts";
+import { Errno } from "../../ffi/errors.ts";
 import { fs as fsops, openDirNoSymlinks, S_IFREG } from "../../ffi/fsops.ts";
 import { AT_FDCWD, cstr, O } from "../../ffi/libc.ts";
 import { type ConfigFile, describeChanges, judgeConfig, type Verdict } from "../policy/agent_config.ts";
 import { visible } from "../ui/sanitize.ts";
 
+const ENOENT = Errno.ENOENT;
 const QUARANTINE = ".hallpass-quarantined";
 const MAX = 64 << 20;
 
-interface Read {
+export interface Read {
   text: string;
   dev: number;
   ino: number;
@@ -91,7 +94,7 @@ function readOnce(path: string): Read | undefined | "again" {
   }
 }
 
-function read(path: string): Read | undefined {
+export function read(path: string): Read | undefined {
   for (let i = 0; i < 5; i++) {
     const r = readOnce(path);
     if (r !== "again") return r;
@@ -100,21 +103,32 @@ function read(path: string): Read | undefined {
 }
 
 function list(dir: string, prefix: string): string[] {
-  try {
-    return [...Deno.readDirSync(dir)].filter((e) => e.name.startsWith(prefix) && !e.name.includes(QUARANTINE))
-      .map((e) => e.name);
-  } catch {
-    return [];
-  }
+  return (dirEntries(dir) ?? []).filter((e) => e.name.startsWith(prefix) && !e.name.includes(QUARANTINE))
+    .map((e) => e.name);
 }
 
-function snapshotOne(file: ConfigFile): Before {
-  const dirReal = real(dirOf(file.path));
+/**
+ * Where a directory is: itself when no symlink is on its way (one call, no exception for the usual missing
+ * ones: start-up cost), else its canonical path; undefined when missing.
+ */
+function dirWhere(dir: string): string | undefined {
+  const fd = openDirNoSymlinks(dir);
+  if (fd >= 0) {
+    fsops.close(fd);
+    return dir;
+  }
+  return fd === -ENOENT ? undefined : real(dir);
+}
+
+function snapshotOne(file: ConfigFile, dirs: Map<string, string | undefined>): Before {
+  const dir = dirOf(file.path);
+  if (!dirs.has(dir)) dirs.set(dir, dirWhere(dir));
+  const text = read(file.path)?.text;
   return {
     file,
-    text: read(file.path)?.text,
-    dirReal,
-    linkReal: isLink(file.path) ? real(file.path) : undefined,
+    text,
+    dirReal: dirs.get(dir),
+    linkReal: text !== undefined && isLink(file.path) ? real(file.path) : undefined,
   };
 }
 
@@ -123,10 +137,11 @@ export function snapshotAgentConfig(
   files: readonly ConfigFile[],
   dirs: readonly { dir: string; prefix: string; template: Omit<ConfigFile, "path"> }[],
 ): AgentConfigSnapshot {
-  const before = files.map(snapshotOne);
+  const where = new Map<string, string | undefined>();
+  const before = files.map((f) => snapshotOne(f, where));
   const ds = dirs.map((d) => {
     const names = new Set(list(d.dir, d.prefix));
-    for (const n of names) before.push(snapshotOne({ ...d.template, path: `${d.dir}/${n}` }));
+    for (const n of names) before.push(snapshotOne({ ...d.template, path: `${d.dir}/${n}` }, where));
     return { ...d, names };
   });
   return { before, dirs: ds };
@@ -171,9 +186,11 @@ function checkOne(b: Before, home: string): string | undefined {
   const path = b.file.path;
   const name = shown(path, home);
   const dir = dirOf(path);
+  // Nothing the agent could read there: nothing to judge (a key removed is never put back).
+  if (b.text === undefined && read(path) === undefined) return undefined;
   // A directory or file on the way that now leads elsewhere (a symlink the sandbox made or changed): the link
   // is moved aside, so the agent reads the name again, and the file as it was is put back there.
-  const dirNow = real(dir);
+  const dirNow = dirWhere(dir);
   if (dirNow !== b.dirReal && isLink(dir)) {
     const v = judgeConfig(b.file, b.text, read(path)?.text);
     if (v.kind === "same") return undefined;
@@ -241,7 +258,12 @@ function sameFile(path: string, r: Read): boolean {
  * `path` still holds that file ("again" otherwise); without it, only if `path` does not exist. Through the
  * directory opened without following a symlink.
  */
-function writeNew(path: string, text: string, mode: number, expect: Read | undefined): boolean | "again" {
+export function writeNew(
+  path: string,
+  text: string,
+  mode: number,
+  expect: Read | undefined,
+): boolean | "again" {
   const dir = real(dirOf(path));
   if (!dir) return false;
   const dfd = openDirNoSymlinks(dir);

@@ -1,0 +1,151 @@
+/** The pure part of the agent configuration exit check (lib/policy/agent_config.ts) and its guarded write. */
+import { deepEqual, equal, ok as assert } from "node:assert/strict";
+import { agentConfigFiles, judgeConfig, tomlEntries, watchedKeys } from "../lib/policy/agent_config.ts";
+import { read, writeNew } from "../lib/sandbox/agent_config_check.ts";
+
+const { files } = agentConfigFiles("/h", "/p");
+const spec = (path: string) => files.find((f) => f.path === path)!;
+const settings = spec("/h/.claude/settings.json");
+const state = spec("/h/.claude.json");
+const codex = spec("/h/.codex/config.toml");
+
+Deno.test("the files judged: each agent's, the project's .claude settings, $CLAUDE_CONFIG_DIR", () => {
+  const paths = files.map((f) => f.path);
+  for (
+    const p of [
+      "/h/.claude/settings.json",
+      "/h/.claude/settings.local.json",
+      "/h/.claude.json",
+      "/h/.claude.json.backup",
+      "/p/.claude/settings.json",
+      "/p/.claude/settings.local.json",
+      "/h/.codex/config.toml",
+      "/h/.gemini/settings.json",
+      "/h/.copilot/config.json",
+      "/h/.copilot/mcp-config.json",
+    ]
+  ) assert(paths.includes(p), p);
+  const env = (k: string) => ({ CLAUDE_CONFIG_DIR: "/c", CODEX_HOME: "/x/" })[k];
+  const more = agentConfigFiles("/h", "/p", env).files.map((f) => f.path);
+  assert(
+    more.includes("/c/.claude.json") && more.includes("/c/settings.json") && more.includes("/x/config.toml"),
+  );
+  assert(!agentConfigFiles("/h", "/p", () => "rel/dir").files.some((f) => f.path.startsWith("rel")));
+});
+
+Deno.test("settings: every key but the inert ones is watched; state: only the listed ones", () => {
+  const w = watchedKeys(
+    JSON.stringify({ model: "x", permissions: { allow: ["a"] }, newKey: "cmd" }),
+    settings,
+  );
+  deepEqual([...(w as Map<string, string>).keys()], ['["newKey"]']);
+  const s = watchedKeys(
+    JSON.stringify({
+      numStartups: 1,
+      projects: { "/a": { mcpServers: { x: { command: "c" } }, lastCost: 1 } },
+    }),
+    state,
+  );
+  deepEqual([...(s as Map<string, string>).keys()], ['["projects","/a","mcpServers"]']);
+});
+
+Deno.test("an empty value is no change; a reordering is no change; a state write is kept", () => {
+  equal(
+    judgeConfig(state, undefined, JSON.stringify({ projects: { "/a": { mcpServers: {} } } })).kind,
+    "same",
+  );
+  equal(
+    judgeConfig(settings, '{"hooks":{"A":1,"B":2}}', '{"hooks":{"B":2,"A":1},"model":"y"}').kind,
+    "same",
+  );
+  equal(judgeConfig(state, '{"n":1}', '{"n":2,"tips":{"a":1}}').kind, "same");
+});
+
+Deno.test("a hook added is taken out of the file as it is now; the person's own and the state stay", () => {
+  const start = JSON.stringify({ n: 1, mcpServers: { mine: { command: "m" } } });
+  const now = JSON.stringify({ n: 2, mcpServers: { mine: { command: "m" }, x: { command: "evil" } } });
+  const v = judgeConfig(state, start, now);
+  assert(v.kind === "keys");
+  deepEqual(JSON.parse(v.text), { n: 2, mcpServers: { mine: { command: "m" } } });
+  equal(v.changes[0].key, "mcpServers");
+  assert(v.changes[0].now!.includes("evil"));
+  const v2 = judgeConfig(settings, undefined, JSON.stringify({ statusLine: { command: "s" }, model: "m" }));
+  assert(v2.kind === "keys");
+  deepEqual(JSON.parse(v2.text), { model: "m" });
+});
+
+Deno.test("a key named __proto__ is a plain key, set back as one", () => {
+  const v = judgeConfig(settings, '{"__proto__":{"a":1}}', '{"__proto__":{"a":2}}');
+  assert(v.kind === "keys");
+  equal(v.text.replace(/\s/g, ""), '{"__proto__":{"a":1}}');
+  equal(({} as Record<string, unknown>).a, undefined);
+});
+
+Deno.test("an escaped key is read as the agent reads it", () => {
+  const v = judgeConfig(settings, "{}", '{"hoo\\u006bs":{"x":1}}');
+  assert(v.kind === "keys" && v.changes[0].key === "hooks");
+});
+
+Deno.test("a file not valid JSON that changed is put back whole; removed keys are not put back", () => {
+  const v = judgeConfig(settings, '{"model":"a"}', '{"hooks": 1, // x\n}');
+  assert(v.kind === "whole" && v.text === '{"model":"a"}');
+  const n = judgeConfig(settings, undefined, "garbage");
+  assert(n.kind === "whole" && n.text === undefined);
+  equal(judgeConfig(settings, '{"hooks":{"a":1}}', "{}").kind, "same");
+  equal(judgeConfig(settings, '{"hooks":{"a":1}}', undefined).kind, "same");
+});
+
+Deno.test("toml: tables, dotted and quoted keys, multi-line arrays; strict otherwise", () => {
+  const t = tomlEntries(
+    'model = "o3" # c\n[projects."/a b"]\ntrust_level = "trusted"\n[mcp_servers.x]\nargs = [\n "a", # c\n "b",\n]\n' +
+      "env.K = 'v'\n[[p]]\nq = 1\n[[p]]\nq = 2\n",
+  );
+  assert(Array.isArray(t), String(t));
+  deepEqual(t.map(([k, v]) => `${k.join(".")}=${v}`), [
+    'model="o3"',
+    'projects./a b.trust_level="trusted"',
+    'mcp_servers.x.args=[ "a", "b", ]',
+    "mcp_servers.x.env.K='v'",
+    "p.0.q=1",
+    "p.1.q=2",
+  ]);
+  for (const bad of ['a = """x\n"""', "a = 1\na = 2", '"a\\u0062" = 1', "[a\nb = 1", "just words"]) {
+    equal(typeof tomlEntries(bad), "string", bad);
+  }
+});
+
+Deno.test("codex: its own writes (trust, model, notices) are kept; notify or a server puts the file back", () => {
+  const start = 'model = "o3"\n';
+  equal(
+    judgeConfig(
+      codex,
+      start,
+      'model = "gpt-5"\n[projects."/a"]\ntrust_level = "trusted"\n[notice]\nhide_x = true\n',
+    )
+      .kind,
+    "same",
+  );
+  const v = judgeConfig(codex, start, start + 'notify = ["sh", "-c", "x"]\n');
+  assert(v.kind === "whole" && v.text === start && v.changes[0].key === "notify");
+  const m = judgeConfig(codex, start, start + "mcp_servers.x.command = 'evil'\n");
+  assert(m.kind === "whole" && m.changes[0].key === "mcp_servers.x.command");
+});
+
+Deno.test("the write back is made only while the path still holds the file read", () => {
+  const dir = Deno.makeTempDirSync();
+  try {
+    const p = `${dir}/f.json`;
+    Deno.writeTextFileSync(p, "sandbox");
+    const r = read(p)!;
+    Deno.writeTextFileSync(`${dir}/t`, "another session");
+    Deno.renameSync(`${dir}/t`, p);
+    equal(writeNew(p, "restored", 0o600, r), "again");
+    equal(Deno.readTextFileSync(p), "another session");
+    equal(writeNew(p, "restored", 0o600, read(p)!), true);
+    equal(Deno.readTextFileSync(p), "restored");
+    equal(Deno.statSync(p).mode! & 0o777, 0o600);
+    deepEqual([...Deno.readDirSync(dir)].map((e) => e.name), ["f.json"]);
+  } finally {
+    Deno.removeSync(dir, { recursive: true });
+  }
+});
