@@ -1,6 +1,12 @@
 /** The pure part of the agent configuration exit check (lib/policy/agent_config.ts) and its guarded write. */
 import { deepEqual, equal, ok as assert } from "node:assert/strict";
-import { agentConfigFiles, judgeConfig, tomlEntries, watchedKeys } from "../lib/policy/agent_config.ts";
+import {
+  agentConfigFiles,
+  judgeConfig,
+  namedPrograms,
+  tomlEntries,
+  watchedKeys,
+} from "../lib/policy/agent_config.ts";
 import { read, writeNew } from "../lib/sandbox/agent_config_check.ts";
 
 const { files } = agentConfigFiles("/h", "/p");
@@ -148,4 +154,23 @@ Deno.test("the write back is made only while the path still holds the file read"
   } finally {
     Deno.removeSync(dir, { recursive: true });
   }
+});
+
+Deno.test("programs a watched command names in the agents' directories or the project", () => {
+  const within = ["/h/.claude", "/p"];
+  const text = JSON.stringify({
+    model: "/h/.claude/not-a-command",
+    hooks: { A: [{ hooks: [{ command: 'bash ~/.claude/hooks/a.sh && "$CLAUDE_PROJECT_DIR"/x/b.sh' }] }] },
+    statusLine: { command: "${HOME}/.claude/s.js --x" },
+    apiKeyHelper: "/usr/bin/helper /h/.claude/../.bashrc",
+  });
+  deepEqual(namedPrograms(text, settings, { home: "/h", project: "/p", within }).sort(), [
+    "/h/.claude/hooks/a.sh",
+    "/h/.claude/s.js",
+    "/p/x/b.sh",
+  ]);
+  deepEqual(
+    namedPrograms('notify = ["node", "/h/.claude/n.js"]\n', codex, { home: "/h", project: "/p", within }),
+    ["/h/.claude/n.js"],
+  );
 });

@@ -230,7 +230,7 @@ export function watchedKeys(text: string, f: Pick<ConfigFile, "format" | "mode" 
   const out: Watched = new Map();
   const pats = f.keys.map((k) => k.split("."));
   if (f.mode === "only") {
-    for (const p of pats) collect(v, p, [], out);
+    collect(v, trie(pats), [], out);
   } else {
     walkAllBut(v, pats, [], out);
   }
@@ -260,14 +260,31 @@ export function canonical(v: unknown): string {
   return JSON.stringify(v) ?? "null";
 }
 
-function collect(v: Record<string, unknown>, pat: string[], at: string[], out: Watched): void {
-  const [head, ...rest] = pat;
-  const keys = head === "*" ? Object.keys(v) : Object.hasOwn(v, head) ? [head] : [];
-  for (const k of keys) {
+/** Key patterns as a tree (`*` for any key), walked once for all of them. */
+type Trie = Map<string, Trie>;
+
+function trie(pats: string[][]): Trie {
+  const root: Trie = new Map();
+  for (const p of pats) {
+    let t = root;
+    for (const seg of p) {
+      if (!t.has(seg)) t.set(seg, new Map());
+      t = t.get(seg)!;
+    }
+  }
+  return root;
+}
+
+function collect(v: Record<string, unknown>, t: Trie, at: string[], out: Watched): void {
+  const visit = (k: string, sub: Trie) => {
     const x = v[k];
-    if (rest.length === 0) {
+    if (sub.size === 0) {
       if (!empty(x)) out.set(JSON.stringify([...at, k]), canonical(x));
-    } else if (isObject(x)) collect(x, rest, [...at, k], out);
+    } else if (isObject(x)) collect(x, sub, [...at, k], out);
+  };
+  for (const [seg, sub] of t) {
+    if (seg === "*") { for (const k of Object.keys(v)) visit(k, sub); }
+    else if (Object.hasOwn(v, seg)) visit(seg, sub);
   }
 }
 
@@ -478,4 +495,37 @@ export function describeChanges(changes: readonly KeyChange[], max = 160): strin
     const v = c.now === undefined ? "(removed)" : c.now.length > max ? c.now.slice(0, max) + "…" : c.now;
     return `${c.key} = ${v}`;
   }).join("; ");
+}
+
+/**
+ * Programs a config's watched keys name by path (`bash ~/.claude/hooks/check.sh`, `"command":
+ * "$CLAUDE_PROJECT_DIR/.claude/hooks/lint.sh"`) that lie in `within` (the agents' directories, the project): the
+ * sandbox could rewrite such a script and leave the key alone. Paths in a command's text, `~`, `$HOME` and
+ * `$CLAUDE_PROJECT_DIR` expanded; a path with `.` or `..` components is left out (never canonical here).
+ */
+export function namedPrograms(
+  text: string,
+  f: Pick<ConfigFile, "format" | "mode" | "keys">,
+  o: { home: string; project: string; within: readonly string[] },
+): string[] {
+  const w = watchedKeys(text, f);
+  if (typeof w === "string") return [];
+  const out = new Set<string>();
+  const re =
+    /(?:^|[\s"'=:\[,])(~|"?\$\{?(?:HOME|CLAUDE_PROJECT_DIR)\}?"?)?(\/[^\s"'`;|&<>(){}$\\,\]]+)/g;
+  for (const v of w.values()) {
+    // Quotes inside a string are escaped in the text (JSON, TOML): `"$CLAUDE_PROJECT_DIR"/x` in a command.
+    for (const m of v.replaceAll('\\"', '"').matchAll(re)) {
+      const base = m[1] === undefined ? "" : m[1].includes("PROJECT") ? o.project : o.home;
+      const p = (base + m[2]).replace(/\/+$/, "");
+      if (p.split("/").some((c) => c === "." || c === "..")) continue;
+      if (o.within.some((d) => p.startsWith(d + "/"))) out.add(p);
+    }
+  }
+  return [...out];
+}
+
+/** The directories whose programs {@link namedPrograms} checks: the agents' own, and the project. */
+export function agentDirs(home: string, project: string): string[] {
+  return [`${home}/.claude`, `${home}/.codex`, `${home}/.gemini`, `${home}/.copilot`, project];
 }

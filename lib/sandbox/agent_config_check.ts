@@ -15,7 +15,14 @@ import { dirEntries } from "../../ffi/dir_entries.ts";
 import { Errno } from "../../ffi/errors.ts";
 import { fs as fsops, openDirNoSymlinks, S_IFREG } from "../../ffi/fsops.ts";
 import { AT_FDCWD, cstr, O } from "../../ffi/libc.ts";
-import { type ConfigFile, describeChanges, judgeConfig, type Verdict } from "../policy/agent_config.ts";
+import {
+  agentDirs,
+  type ConfigFile,
+  describeChanges,
+  judgeConfig,
+  namedPrograms,
+  type Verdict,
+} from "../policy/agent_config.ts";
 import { visible } from "../ui/sanitize.ts";
 
 const ENOENT = Errno.ENOENT;
@@ -42,6 +49,8 @@ interface Before {
 
 export interface AgentConfigSnapshot {
   before: Before[];
+  home: string;
+  project: string;
   dirs: { dir: string; prefix: string; template: Omit<ConfigFile, "path">; names: Set<string> }[];
 }
 
@@ -132,10 +141,11 @@ function snapshotOne(file: ConfigFile, dirs: Map<string, string | undefined>): B
   };
 }
 
-/** Reads the files before the command starts. */
+/** Reads the files, and the programs their watched keys name, before the command starts. */
 export function snapshotAgentConfig(
   files: readonly ConfigFile[],
   dirs: readonly { dir: string; prefix: string; template: Omit<ConfigFile, "path"> }[],
+  o: { home: string; project: string },
 ): AgentConfigSnapshot {
   const where = new Map<string, string | undefined>();
   const before = files.map((f) => snapshotOne(f, where));
@@ -144,7 +154,24 @@ export function snapshotAgentConfig(
     for (const n of names) before.push(snapshotOne({ ...d.template, path: `${d.dir}/${n}` }, where));
     return { ...d, names };
   });
-  return { before, dirs: ds };
+  return { before, dirs: ds, home: o.home, project: o.project };
+}
+
+/**
+ * Whether the file at `path` was made or changed since `sinceMs` (its ctime, which no call sets back), or the
+ * file a symlink there leads to, when that lies in `within`.
+ */
+function changedSince(path: string, sinceMs: number, within: readonly string[]): boolean {
+  const after = (st: Deno.FileInfo) => (st.ctime?.getTime() ?? Infinity) >= sinceMs;
+  try {
+    const l = Deno.lstatSync(path);
+    if (after(l)) return true;
+    if (!l.isSymlink) return false;
+    const t = real(path);
+    return t !== undefined && within.some((d) => t.startsWith(d + "/")) && after(Deno.statSync(t));
+  } catch {
+    return false;
+  }
 }
 
 /** `~/x` for a path in `home`. */
@@ -153,7 +180,7 @@ function shown(p: string, home: string): string {
 }
 
 /** The check at exit: the lines to print (one per file put back, or that could not be). */
-export function checkAgentConfig(snap: AgentConfigSnapshot, home: string): string[] {
+export function checkAgentConfig(snap: AgentConfigSnapshot, home: string, startMs: number): string[] {
   const todo = [...snap.before];
   for (const d of snap.dirs) {
     for (const n of list(d.dir, d.prefix)) {
@@ -168,6 +195,35 @@ export function checkAgentConfig(snap: AgentConfigSnapshot, home: string): strin
     }
   }
   const out: string[] = [];
+  // Programs the commands kept at start name, in the agents' directories or the project: a hook's script
+  // rewritten leaves the key as it was. Read from the text at start only when it could name one (start-up and
+  // exit cost: a large ~/.claude.json is not parsed for nothing).
+  const within = [...agentDirs(snap.home, snap.project), ...snap.dirs.map((d) => dirOf(d.dir))];
+  const hints = [
+    "~/",
+    "$HOME",
+    "${HOME}",
+    "$CLAUDE_PROJECT_DIR",
+    "${CLAUDE_PROJECT_DIR}",
+    ...within.map((d) => d + "/"),
+  ];
+  const seen = new Set<string>();
+  for (const b of snap.before) {
+    if (b.text === undefined || !hints.some((h) => b.text!.includes(h))) continue;
+    for (const p of namedPrograms(b.text, b.file, { home: snap.home, project: snap.project, within })) {
+      if (seen.has(p) || !changedSince(p, startMs - 1000, within)) continue;
+      seen.add(p);
+      const aside = moveAside(p);
+      out.push(
+        `hallpass: ${shown(p, home)}: named by a command in ${
+          shown(b.file.path, home)
+        }, made or changed during ` +
+          `the session: ${
+            aside ? `moved aside as ${shown(aside, home)}` : "could not be moved aside"
+          }; ${TAIL}`,
+      );
+    }
+  }
   for (const b of todo) {
     try {
       const line = checkOne(b, home);

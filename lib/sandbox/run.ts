@@ -334,7 +334,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   Deno.env.set("HALLPASS", "1");
   // Agents' own configuration, read before anything in the sandbox runs (checked at exit: lib/sandbox/agent_config_check.ts).
   const cfg = agentConfigFiles(plan.home, plan.project, (k) => Deno.env.get(k));
-  const agentConfig = snapshotAgentConfig(cfg.files, cfg.dirs);
+  const agentConfig = snapshotAgentConfig(cfg.files, cfg.dirs, plan);
   const startMs = Date.now();
   try {
     const path = launcherPath();
@@ -361,7 +361,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     ]);
     if (gone) {
       nestedRepoLines(plan, startMs).forEach((l) => console.error(l));
-      checkAgentConfig(agentConfig, plan.home).forEach((l) => console.error(l));
+      checkAgentConfig(agentConfig, plan.home, startMs).forEach((l) => console.error(l));
     }
   };
   const cfgMsg = new Uint8Array(16);
@@ -474,7 +474,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   const refused = watch ? await watch.finish(() => close(listenerFd)) : null;
   const refusedLines = refused?.lines ?? [];
   // Every sandboxed process is gone (the launcher kills and reaps them before it exits): nothing can race this.
-  const repoLines = [...nestedRepoLines(plan, startMs), ...checkAgentConfig(agentConfig, plan.home)];
+  const repoLines = [...nestedRepoLines(plan, startMs), ...checkAgentConfig(agentConfig, plan.home, startMs)];
   await backend.close();
   if (pty) await pty.finish();
   repoLines.forEach((l) => console.error(l));

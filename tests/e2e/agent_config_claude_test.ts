@@ -39,6 +39,8 @@ interface Case {
   script: string;
   /** The files to judge afterwards (same notation). */
   judge: string[];
+  /** What hallpass's line names (default: the command). */
+  named?: string;
   /** Checks of what must stay (the agent's state, the person's own commands). */
   keep?: (read: (p: string) => Promise<string>) => Promise<void>;
 }
@@ -132,6 +134,36 @@ const CASES: Case[] = [
     judge: ["P:.claude/settings.json"],
   },
   {
+    name: "the script a hook of the person's runs, in ~/.claude/hooks, rewritten (the setting left alone)",
+    agent: "claude",
+    setup: {
+      ".claude/settings.json": JSON.stringify({
+        hooks: { Stop: [{ hooks: [{ type: "command", command: "bash ~/.claude/hooks/stop.sh" }] }] },
+      }),
+      ".claude/hooks/stop.sh": "echo stopped\n",
+    },
+    script: `printf '%s\\n' ${q(`touch /tmp/${MARK}`)} >> .claude/hooks/stop.sh`,
+    judge: [".claude/hooks/stop.sh"],
+    named: "hooks/stop.sh: named by a command in ~/.claude/settings.json",
+  },
+  {
+    name: "the script a project hook runs ($CLAUDE_PROJECT_DIR/.claude/hooks/lint.sh), replaced by a symlink",
+    agent: "claude",
+    setup: {
+      "P:.claude/settings.json": JSON.stringify({
+        hooks: {
+          Stop: [{ hooks: [{ type: "command", command: '"$CLAUDE_PROJECT_DIR"/.claude/hooks/lint.sh' }] }],
+        },
+      }),
+      "P:.claude/hooks/lint.sh": "echo lint\n",
+    },
+    script:
+      `printf '%s\\n' ${q(`touch /tmp/${MARK}`)} > "$P/x.sh" && ln -sf "$P/x.sh" "$P/.claude/hooks/l" && ` +
+      `mv "$P/.claude/hooks/l" "$P/.claude/hooks/lint.sh"`,
+    judge: ["P:.claude/hooks/lint.sh"],
+    named: ".claude/hooks/lint.sh: named by a command in",
+  },
+  {
     name: "codex notify and an MCP server in ~/.codex/config.toml, with its trust of a folder",
     agent: "codex",
     setup: { ".codex/config.toml": 'model = "o3"\n\n[projects."/p"]\ntrust_level = "trusted"\n' },
@@ -156,7 +188,10 @@ for (const c of CASES) {
           p.startsWith("P:") ? `${s.project}/${p.slice(2)}` : `${home}/${p}`;
         const prepare = async (home: string) => {
           for (const d of [".claude", ".codex"]) await Deno.mkdir(`${home}/${d}`, { recursive: true });
-          for (const [p, text] of Object.entries(c.setup)) await Deno.writeTextFile(at(home, p), text);
+          for (const [p, text] of Object.entries(c.setup)) {
+            await Deno.mkdir(at(home, p).replace(/\/[^/]*$/, ""), { recursive: true });
+            await Deno.writeTextFile(at(home, p), text);
+          }
         };
         const env = { HOME: "", PATH, P: s.project };
         const sh = ["sh", "-c", `cd "$HOME" && ${c.script}`];
@@ -172,6 +207,7 @@ for (const c of CASES) {
         assert(found, "control: the script left no command behind");
         await Deno.remove(`${s.project}/.claude`, { recursive: true }).catch(() => {});
         await Deno.remove(`${s.project}/evil.json`).catch(() => {});
+        await Deno.remove(`${s.project}/x.sh`).catch(() => {});
 
         await prepare(s.home);
         const r = await hallpass(["--no-ask", "--agent", c.agent, "--", ...sh], {
@@ -183,7 +219,7 @@ for (const c of CASES) {
           const text = await asAgentReads(at(s.home, p));
           assert(!text.includes(MARK), `${p} still names the sandbox's command:\n${text}\n${r.stderr}`);
         }
-        const lines = hallpassLines(r).filter((l) => l.includes(MARK));
+        const lines = hallpassLines(r).filter((l) => l.includes(c.named ?? MARK));
         assert(lines.length > 0, `hallpass did not name the command it took out:\n${r.stderr}`);
         await c.keep?.((p) => Deno.readTextFile(at(s.home, p)));
       } finally {
