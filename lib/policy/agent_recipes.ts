@@ -20,6 +20,9 @@
  *   runs itself (codex's app-server daemon in `~/.codex/packages/app-server-daemon/releases/`, `ownCopies`):
  *   without them the agent asks at every start; with them, a program put there runs without a question, and
  *   `--agents` says so.
+ *
+ * What a recipe allows but hallpass checks at exit: the agent's own configuration naming commands it runs by
+ * itself (hooks, MCP servers, helpers), put back when the sandbox changed it (lib/policy/agent_config.ts).
  */
 import type { Rule } from "../types.ts";
 import { UsageError } from "../types.ts";

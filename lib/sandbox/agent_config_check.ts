@@ -66,6 +66,16 @@ function real(p: string): string | undefined {
   }
 }
 
+/** A file system without entry types: asked with lstat. */
+function lstatKind(p: string): string {
+  try {
+    const st = Deno.lstatSync(p);
+    return st.isSymlink ? "symlink" : st.isDirectory ? "dir" : st.isFile ? "file" : "other";
+  } catch {
+    return "missing";
+  }
+}
+
 function isLink(p: string): boolean {
   try {
     return Deno.lstatSync(p).isSymlink;
@@ -195,6 +205,18 @@ export function checkAgentConfig(snap: AgentConfigSnapshot, home: string, startM
     }
   }
   const out: string[] = [];
+  // What is at each name, from one listing per directory (no exception per missing file).
+  const listed = new Map<string, Map<string, string>>();
+  const kinds = (dir: string) => {
+    let m = listed.get(dir);
+    if (!m) {
+      m = new Map(
+        (dirEntries(dir) ?? []).map((e) => [e.name, e.unknown ? lstatKind(`${dir}/${e.name}`) : e.kind]),
+      );
+      listed.set(dir, m);
+    }
+    return m;
+  };
   // Programs the commands kept at start name, in the agents' directories or the project: a hook's script
   // rewritten leaves the key as it was. Read from the text at start only when it could name one (start-up and
   // exit cost: a large ~/.claude.json is not parsed for nothing).
@@ -226,7 +248,7 @@ export function checkAgentConfig(snap: AgentConfigSnapshot, home: string, startM
   }
   for (const b of todo) {
     try {
-      const line = checkOne(b, home);
+      const line = checkOne(b, home, kinds);
       if (line) out.push(line);
     } catch (e) {
       out.push(`hallpass: ${shown(b.file.path, home)}: could not be checked (${visible(String(e))})`);
@@ -238,12 +260,24 @@ export function checkAgentConfig(snap: AgentConfigSnapshot, home: string, startM
 const TAIL =
   "an agent started without hallpass would run what the sandbox wrote there (docs/threat-model.md)";
 
-function checkOne(b: Before, home: string): string | undefined {
+function checkOne(
+  b: Before,
+  home: string,
+  kinds: (dir: string) => Map<string, string>,
+): string | undefined {
   const path = b.file.path;
   const name = shown(path, home);
   const dir = dirOf(path);
-  // Nothing the agent could read there: nothing to judge (a key removed is never put back).
-  if (b.text === undefined && read(path) === undefined) return undefined;
+  // Nothing there: nothing to judge (a key removed is never put back).
+  const kind = kinds(dir).get(path.slice(dir.length + 1));
+  if (kind === undefined && b.text === undefined && read(path) === undefined) return undefined;
+  if (kind === "other") {
+    // A FIFO, socket or device the agent would open: moved aside (another session's sandbox could feed it).
+    const aside = moveAside(path);
+    return `hallpass: ${name}: the sandbox made it a special file: ${
+      aside ? `moved aside as ${shown(aside, home)}` : "could not be moved aside"
+    }; ${TAIL}`;
+  }
   // A directory or file on the way that now leads elsewhere (a symlink the sandbox made or changed): the link
   // is moved aside, so the agent reads the name again, and the file as it was is put back there.
   const dirNow = dirWhere(dir);
@@ -260,15 +294,20 @@ function checkOne(b: Before, home: string): string | undefined {
     const link = isLink(path);
     const now = read(path);
     if (link && (b.linkReal === undefined || real(path) !== b.linkReal)) {
+      // Made or changed by the sandbox (dangling, or leading where its content may change later): never written
+      // through; the link is moved aside and the file as it was put back under the name.
       const v = judgeConfig(b.file, b.text, now?.text);
-      if (v.kind === "same") return undefined;
-      // Never written through: the link is moved aside and the file as it was put back under the name.
       const aside = moveAside(path);
       if (!aside) return `hallpass: ${name}: a symlink the sandbox made could not be moved aside; ${TAIL}`;
       const put = b.text === undefined ? true : writeNew(path, b.text, 0o600, undefined);
-      return `hallpass: ${name}: the sandbox made it a symlink that sets ${
-        describeChanges(v.changes) || "watched keys"
-      }: the link was moved aside as ${shown(aside, home)}${
+      const sets = v.kind === "same" ? "" : ` that sets ${describeChanges(v.changes) || "watched keys"}`;
+      let to = "";
+      try {
+        to = ` to ${visible(Deno.readLinkSync(aside))}`;
+      } catch { /* gone */ }
+      return `hallpass: ${name}: the sandbox made it a symlink${to}${sets}: the link was moved aside as ${
+        shown(aside, home)
+      }${
         put === true
           ? (b.text === undefined ? "" : " and the file put back as it was")
           : ", the file not put back"

@@ -21,12 +21,16 @@ function q(s: string): string {
   return `'${s.replaceAll("'", "'\\''")}'`;
 }
 
-/** Reads a file as the agent would (following links); "" when missing. */
+/** Reads a file as the agent would (following links; "" when missing), with where a symlink there leads. */
 async function asAgentReads(p: string): Promise<string> {
+  let link = "";
   try {
-    return await Deno.readTextFile(p);
+    link = ` -> ${await Deno.readLink(p)}`;
+  } catch { /* not a link */ }
+  try {
+    return (await Deno.readTextFile(p)) + link;
   } catch {
-    return "";
+    return link;
   }
 }
 
@@ -123,6 +127,14 @@ const CASES: Case[] = [
       q(JSON.stringify({ numStartups: 9, mcpServers: { x: { command: MARK } } }))
     } > .claude/backups/.claude.json.backup.1700000000000 && cp .claude/backups/.claude.json.backup.1700000000000 .claude.json.backup && rm .claude.json`,
     judge: [".claude/backups/.claude.json.backup.1700000000000", ".claude.json.backup", ".claude.json"],
+  },
+  {
+    name: "a dangling symlink at ~/.claude/settings.json into the recipe's /tmp scratch directory",
+    agent: "claude",
+    setup: {},
+    script: `ln -s /tmp/claude-$(id -u)/${MARK}.json .claude/settings.json`,
+    judge: [".claude/settings.json"],
+    async keep() {},
   },
   {
     name: "a hook in the project's .claude/settings.json (the agent run in the project later)",
