@@ -443,7 +443,8 @@ function keyEnd(line: string): number {
 /** `a.b."c d".'e'` → its parts; undefined when not a plain key path (escapes, empty parts, odd characters). */
 function keyPath(s: string): string[] | undefined {
   const parts: string[] = [];
-  const re = /\s*(?:([A-Za-z0-9_-]+)|"([^"\\\x00-\x1f]*)"|'([^'\x00-\x1f]*)')\s*(\.|$)/y;
+  // A quoted key may not hold a control character (checked below) or an escape.
+  const re = /\s*(?:([A-Za-z0-9_-]+)|"([^"\\]*)"|'([^']*)')\s*(\.|$)/y;
   let at = 0;
   while (at < s.length) {
     re.lastIndex = at;
@@ -453,7 +454,8 @@ function keyPath(s: string): string[] | undefined {
     at = re.lastIndex;
     if (m[4] === "") break;
   }
-  return at === s.length && parts.length > 0 ? parts : undefined;
+  const plain = parts.every((p) => ![...p].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f));
+  return at === s.length && parts.length > 0 && plain ? parts : undefined;
 }
 
 /**
@@ -511,8 +513,7 @@ export function namedPrograms(
   const w = watchedKeys(text, f);
   if (typeof w === "string") return [];
   const out = new Set<string>();
-  const re =
-    /(?:^|[\s"'=:\[,])(~|"?\$\{?(?:HOME|CLAUDE_PROJECT_DIR)\}?"?)?(\/[^\s"'`;|&<>(){}$\\,\]]+)/g;
+  const re = /(?:^|[\s"'=:\[,])(~|"?\$\{?(?:HOME|CLAUDE_PROJECT_DIR)\}?"?)?(\/[^\s"'`;|&<>(){}$\\,\]]+)/g;
   for (const v of w.values()) {
     // Quotes inside a string are escaped in the text (JSON, TOML): `"$CLAUDE_PROJECT_DIR"/x` in a command.
     for (const m of v.replaceAll('\\"', '"').matchAll(re)) {

@@ -188,6 +188,34 @@ const CASES: Case[] = [
       assert((await read(".codex/config.toml")).includes('model = "o3"'), "the file was not put back whole");
     },
   },
+  {
+    name: "a new ~/.codex/config.toml with notify (codex had none)",
+    agent: "codex",
+    setup: {},
+    script: `printf '%s\\n' ${q(`notify = ["touch", "/tmp/${MARK}"]`)} > .codex/config.toml`,
+    judge: [".codex/config.toml"],
+  },
+  {
+    name: "an MCP server in gemini's ~/.gemini/settings.json, its theme kept",
+    agent: "gemini",
+    setup: { ".gemini/settings.json": JSON.stringify({ ui: { theme: "A" } }) },
+    script: `printf %s ${
+      q(JSON.stringify({ ui: { theme: "B" }, mcpServers: { x: { command: MARK } } }))
+    } > .gemini/settings.json`,
+    judge: [".gemini/settings.json"],
+    async keep(read) {
+      equal(JSON.parse(await read(".gemini/settings.json")).ui.theme, "B");
+    },
+  },
+  {
+    name: "an MCP server in copilot's ~/.copilot/mcp-config.json",
+    agent: "copilot",
+    setup: {},
+    script: `printf %s ${
+      q(JSON.stringify({ mcpServers: { x: { command: MARK } } }))
+    } > .copilot/mcp-config.json`,
+    judge: [".copilot/mcp-config.json"],
+  },
 ];
 
 for (const c of CASES) {
@@ -199,7 +227,9 @@ for (const c of CASES) {
         const at = (home: string, p: string) =>
           p.startsWith("P:") ? `${s.project}/${p.slice(2)}` : `${home}/${p}`;
         const prepare = async (home: string) => {
-          for (const d of [".claude", ".codex"]) await Deno.mkdir(`${home}/${d}`, { recursive: true });
+          for (const d of [".claude", ".codex", ".gemini", ".copilot"]) {
+            await Deno.mkdir(`${home}/${d}`, { recursive: true });
+          }
           for (const [p, text] of Object.entries(c.setup)) {
             await Deno.mkdir(at(home, p).replace(/\/[^/]*$/, ""), { recursive: true });
             await Deno.writeTextFile(at(home, p), text);
