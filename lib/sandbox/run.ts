@@ -332,9 +332,6 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   setCloexec(childSock, false);
   // The command can tell it runs under hallpass (e.g. for a PS1 marker: README).
   Deno.env.set("HALLPASS", "1");
-  // Agents' own configuration, read before anything in the sandbox runs (checked at exit: lib/sandbox/agent_config_check.ts).
-  const cfg = agentConfigFiles(plan.home, plan.project, (k) => Deno.env.get(k));
-  const agentConfig = snapshotAgentConfig(cfg.files, cfg.dirs, plan);
   const startMs = Date.now();
   try {
     const path = launcherPath();
@@ -345,6 +342,10 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     close(childSock);
   }
   const launcher = child;
+  // Agents' own configuration (checked at exit: lib/sandbox/agent_config_check.ts), read while the launcher
+  // starts: it runs the command only once it has the message below.
+  const cfg = agentConfigFiles(plan.home, plan.project, (k) => Deno.env.get(k));
+  const agentConfig = snapshotAgentConfig(cfg.files, cfg.dirs, plan);
   stopSandbox = async () => {
     // SIGKILL to the command through the launcher (message K): it then kills every other descendant and exits.
     const msg = new Uint8Array(16);
