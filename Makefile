@@ -3,7 +3,7 @@
 #   make run      ... and start a sandboxed shell in the current directory
 #   make test     every test (unit, kernel, end-to-end as an unprivileged user)
 #   make check    deno fmt --check, deno lint, a type-check of every module (lockfiles frozen)
-#   make bench    the performance table (docs/performance.md)
+#   make bench    the performance table: bench/run.sh, start-up and agent rows included (bench/results/latest.md)
 #   make install  hallpass and hallpass-request to $(PREFIX)/bin (default ~/.local)
 
 DENO_VERSION := 2.9.6

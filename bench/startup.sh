@@ -5,7 +5,8 @@
 # Every command runs once per round, the starting one rotating, R rounds (STARTUP_REPEAT, default 20); cells
 # are medians of spawn-to-exit times (bench/build/micro run 1); the start-up row also gives the ratio of the
 # 25th percentiles and of the median CPU time (user + system of the process tree), which a loaded machine
-# disturbs less than wall time. Prints Markdown rows to stdout.
+# disturbs less than wall time. Prints Markdown rows to stdout, then the exact command of every row (paths
+# shortened: ./hallpass, WORK for the project directory, EMPTY.js for the empty script).
 #
 #   bash bench/startup.sh                 # R=20
 #   STARTUP_REPEAT=40 bash bench/startup.sh
@@ -46,6 +47,7 @@ command -v node >/dev/null || ROWS=("${ROWS[@]:0:2}")
 
 declare -A T C
 n=${#ROWS[@]}
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 cd "$D/w" || exit 1
 for ((rep = -1; rep < R; rep++)); do # round -1: untimed warm-up
 	for ((k = 0; k < n; k++)); do
@@ -81,3 +83,15 @@ row() { # row NAME LABEL: bare, under hallpass, and the extra beyond hallpass's 
 }
 command -v node >/dev/null && row node '`node -e 0`, ms'
 for a in "${AGENTS[@]}"; do row "$a" "\`$a --version\` (\`--agent $a\`), ms"; done
+
+# The command of every row, as it ran (from WORK, the project).
+short() { sed -e "s|$ROOT/|./|g" -e "s|$D/w|WORK|g" -e "s|$D/empty.js|EMPTY.js|g" <<<"$1"; }
+printf '\n%s rounds (each command once per round, the first one rotating; one untimed round first), %s, git %s,' \
+	"$R" "$(date -u +%Y-%m-%dT%H:%MZ)" "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+printf ' load %s → %s; `PATH=%s`. Each row measured:\n\n' "$LOAD0" "$(cut -d' ' -f1-3 /proc/loadavg)" "$(short "$PATH")"
+for row in "${ROWS[@]}"; do
+	name=${row%%|*}
+	ver=""
+	case $name in node | claude | codex) ver=" ($("$name" --version 2>/dev/null | head -1))" ;; esac
+	printf -- '- %s%s: `%s`\n' "$name" "$ver" "$(short "${row#*|}")"
+done
