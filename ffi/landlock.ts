@@ -4,7 +4,6 @@
  */
 import { SysError } from "./errors.ts";
 import { close, errno, libc, O, ptrOf, SYS, sys } from "./libc.ts";
-import type { StartLib } from "./start.ts";
 
 export const FS = {
   EXECUTE: 1n << 0n,
@@ -52,11 +51,18 @@ export interface LandlockRuleset {
  * Creates the ruleset; returns its fd (close-on-exec) and the paths that could not be opened (skipped:
  * a path that does not exist yet cannot be in a Landlock rule; the supervisor mediates it instead).
  */
-export function createRuleset(
-  plan: LandlockRuleset,
-  abi: number,
-  packed?: { lib: StartLib; rules: Uint8Array<ArrayBuffer>; count: number },
-): { fd: number; skipped: string[] } {
+export function createRuleset(plan: LandlockRuleset, abi: number): { fd: number; skipped: string[] } {
+  const fd = newRuleset(plan, abi);
+  try {
+    return { fd, skipped: addRules(fd, plan) };
+  } catch (e) {
+    close(fd);
+    throw e;
+  }
+}
+
+/** An empty ruleset handling what `plan` handles: its fd (close-on-exec). */
+export function newRuleset(plan: Omit<LandlockRuleset, "paths" | "ports">, abi: number): number {
   const attr = new Uint8Array(128);
   const dv = new DataView(attr.buffer);
   dv.setBigUint64(0, plan.handledFs, true);
@@ -65,6 +71,14 @@ export function createRuleset(
   const size = abi >= 6 ? 24 : abi >= 4 ? 16 : 8;
   const fd = sys(SYS.landlock_create_ruleset, ptrOf(attr), size, 0);
   if (fd < 0) throw new SysError("landlock_create_ruleset", -fd);
+  return fd;
+}
+
+/**
+ * Adds the rules of `plan` to the ruleset `fd`; returns the paths that could not be opened. Throws SysError when
+ * the kernel refuses a rule.
+ */
+export function addRules(fd: number, plan: LandlockRuleset): string[] {
   const skipped: string[] = [];
   // One buffer each for every rule (hundreds at start-up): the path, and the rule with its address.
   const name = new Uint8Array(4096);
@@ -82,46 +96,39 @@ export function createRuleset(
     0n,
     0n,
   ] as const;
-  try {
-    for (const { path, access, dir } of plan.paths) {
-      const flags = O.PATH | O.CLOEXEC | (dir === undefined ? 0 : O.NOFOLLOW | (dir ? O.DIRECTORY : 0));
-      const { read, written } = enc.encodeInto(path, name.subarray(0, name.length - 1));
-      if (read !== path.length) {
-        skipped.push(path); // longer than PATH_MAX: cannot be opened
-        continue;
-      }
-      name[written] = 0;
-      const pfd = lc.openat(-100, name, flags, 0);
-      if (pfd < 0) {
-        skipped.push(path);
-        continue;
-      }
-      try {
-        const isDir = dir ?? Deno.statSync(`/proc/self/fd/${pfd}`).isDirectory;
-        const allowed = (isDir ? access : access & FILE_RIGHTS) & plan.handledFs;
-        if (allowed === 0n) continue;
-        rv.setBigUint64(0, allowed, true);
-        rv.setInt32(8, pfd, true);
-        if (lc.syscall6(...addRule) < 0n) throw new SysError(`landlock_add_rule(${path})`, errno());
-      } finally {
-        lc.close(pfd);
-      }
+  for (const { path, access, dir } of plan.paths) {
+    const flags = O.PATH | O.CLOEXEC | (dir === undefined ? 0 : O.NOFOLLOW | (dir ? O.DIRECTORY : 0));
+    const { read, written } = enc.encodeInto(path, name.subarray(0, name.length - 1));
+    if (read !== path.length) {
+      skipped.push(path); // longer than PATH_MAX: cannot be opened
+      continue;
     }
-    // Rules built by helper/start/start.c (lib/floor/read_floor_fast.ts), added in one call.
-    packed?.lib.addRules(fd, packed.rules, packed.count, plan.handledFs, FILE_RIGHTS);
-    for (const { port, access } of plan.ports) {
-      const rule = new Uint8Array(128);
-      const rv = new DataView(rule.buffer);
-      rv.setBigUint64(0, access & plan.handledNet, true);
-      rv.setBigUint64(8, BigInt(port), true);
-      const rc = sys(SYS.landlock_add_rule, fd, 2, /* NET_PORT */ ptrOf(rule), 0);
-      if (rc < 0) throw new SysError(`landlock_add_rule(port ${port})`, -rc);
+    name[written] = 0;
+    const pfd = lc.openat(-100, name, flags, 0);
+    if (pfd < 0) {
+      skipped.push(path);
+      continue;
     }
-  } catch (e) {
-    close(fd);
-    throw e;
+    try {
+      const isDir = dir ?? Deno.statSync(`/proc/self/fd/${pfd}`).isDirectory;
+      const allowed = (isDir ? access : access & FILE_RIGHTS) & plan.handledFs;
+      if (allowed === 0n) continue;
+      rv.setBigUint64(0, allowed, true);
+      rv.setInt32(8, pfd, true);
+      if (lc.syscall6(...addRule) < 0n) throw new SysError(`landlock_add_rule(${path})`, errno());
+    } finally {
+      lc.close(pfd);
+    }
   }
-  return { fd, skipped };
+  for (const { port, access } of plan.ports) {
+    const rule = new Uint8Array(128);
+    const rv = new DataView(rule.buffer);
+    rv.setBigUint64(0, access & plan.handledNet, true);
+    rv.setBigUint64(8, BigInt(port), true);
+    const rc = sys(SYS.landlock_add_rule, fd, 2, /* NET_PORT */ ptrOf(rule), 0);
+    if (rc < 0) throw new SysError(`landlock_add_rule(port ${port})`, -rc);
+  }
+  return skipped;
 }
 
 export { SysError };

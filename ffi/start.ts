@@ -1,17 +1,18 @@
 /**
- * helper/start/start.c through FFI: the read side of the Landlock ruleset built in one call (the carve of
- * lib/floor/landlock_carve.ts for the protected paths, and its rules added to the ruleset in a second one),
- * instead of hundreds of FFI calls and Deno ops and a pass of JavaScript per path. Used when the library was
- * built; lib/floor/read_floor.ts readFloor stays the reference, and tests/start_lib_test.ts compares the two.
+ * helper/start/start.c through FFI: the read side of the Landlock ruleset in one call (the carve of
+ * lib/floor/landlock_carve.ts for the protected paths, its rules added to the ruleset as it makes them), instead
+ * of hundreds of FFI calls and Deno ops and a pass of JavaScript per path. Used when the library was built;
+ * lib/floor/read_floor.ts readFloor stays the reference, and tests/start_lib_test.ts compares the two.
+ *
+ * The symbol is nonblocking: the call runs on one of Deno's blocking threads while the start-up goes on (the
+ * write side of the ruleset, the filter), and a nonblocking symbol costs no fast-call trampoline to open (a
+ * blocking one with buffer parameters ~0.3 ms each). errno never crosses threads: the call returns it.
  */
 import { SysError } from "./errors.ts";
-import { errno } from "./libc.ts";
 
 const SYMBOLS = {
-  // long hp_add_rules(int ruleset, const uint8_t *buf, uint64_t len, uint64_t handled, uint64_t file_rights, uint8_t *skipped)
-  hp_add_rules: { parameters: ["i32", "buffer", "u64", "u64", "u64", "buffer"], result: "i64" },
   // long hp_read_floor(const uint8_t *in, uint64_t inlen, uint8_t *out, uint64_t outlen)
-  hp_read_floor: { parameters: ["buffer", "u64", "buffer", "u64"], result: "i64" },
+  hp_read_floor: { parameters: ["buffer", "u64", "buffer", "u64"], result: "i64", nonblocking: true },
 } as const satisfies Deno.ForeignLibraryInterface;
 
 const enc = new TextEncoder();
@@ -22,7 +23,7 @@ export interface RawReadFloor {
   /** The index of each protected path not kept (a builtin one inside the project). */
   notKept: number[];
   listed: number;
-  /** How many rules `rules` holds, in hp_add_rules's format (u64 access, u8 1 file / 2 directory, path, NUL). */
+  /** How many rules `rules` holds (u64 access, u8 1 file / 2 directory, path, NUL): the ruleset has them. */
   ruleCount: number;
   rules: Uint8Array<ArrayBuffer>;
   /** The carved directories, each with the names it held and their inode numbers (non-directories). */
@@ -62,24 +63,36 @@ export class StartLib {
 
   /**
    * The carve of the read side (lib/floor/read_floor.ts readFloor with the given grants: normalised canonical
-   * paths). `protect`: plain absolute paths (no "//", "." or "..", no trailing "/"). Returns `{ limit: dir }`
-   * when more than `maxRules` rules were needed, null when the call failed (the caller carves in TypeScript).
+   * paths), each of its rules added to `ruleset` (-1: none) with `right & handled` as it is made. `protect`:
+   * plain absolute paths (no "//", "." or "..", no trailing "/"). Resolves to `{ limit: dir }` when more than
+   * `maxRules` rules were needed, null when the call failed (the caller carves in TypeScript, into a new
+   * ruleset: this one may hold some of the rules); rejects with SysError when the kernel refused a rule.
    */
-  readFloor(
-    o: { right: bigint; fileRights: bigint; maxRules: number; project: string; grants: readonly string[] },
+  async readFloor(
+    o: {
+      right: bigint;
+      fileRights: bigint;
+      maxRules: number;
+      project: string;
+      grants: readonly string[];
+      ruleset: number;
+      handled: bigint;
+    },
     protect: readonly { path: string; builtin: boolean }[],
-  ): RawReadFloor | { limit: string } | null {
+  ): Promise<RawReadFloor | { limit: string } | null> {
     const project = enc.encode(o.project + "\0");
     const grants = enc.encode(o.grants.map((g) => g + "\0").join(""));
     // Each protected path behind its flag: 1 builtin, 2 yours. start.c refuses a path that is not plain, and
     // input whose strings do not add up (a NUL inside a path): null, and the caller carves in TypeScript.
     const prot = enc.encode(protect.map((p) => (p.builtin ? "\x01" : "\x02") + p.path + "\0").join(""));
-    const input = new Uint8Array(24 + project.length + 4 + grants.length + 4 + prot.length);
+    const input = new Uint8Array(40 + project.length + 4 + grants.length + 4 + prot.length);
     const iv = new DataView(input.buffer);
     iv.setBigUint64(0, o.right, true);
     iv.setBigUint64(8, o.fileRights, true);
     iv.setBigUint64(16, BigInt(o.maxRules), true);
-    let at = 24;
+    iv.setBigUint64(24, o.handled, true);
+    iv.setBigInt64(32, BigInt(o.ruleset), true);
+    let at = 40;
     input.set(project, at);
     at += project.length;
     iv.setUint32(at, o.grants.length, true);
@@ -87,37 +100,20 @@ export class StartLib {
     at += 4 + grants.length;
     iv.setUint32(at, protect.length, true);
     input.set(prot, at + 4);
+    // Too small (-1): called again with more room (it adds the same rules again; Landlock merges them).
     for (let size = 256 * 1024; size <= 256 * 1024 * 1024; size *= 4) {
       const out = new Uint8Array(size);
-      const n = Number(this.lib.hp_read_floor(input, BigInt(input.length), out, BigInt(size)));
+      const n = Number(await this.lib.hp_read_floor(input, BigInt(input.length), out, BigInt(size)));
       if (n === -1) continue;
       if (n === -2) return { limit: dec.decode(out.subarray(0, out.indexOf(0))) };
+      if (n === -4) {
+        const path = dec.decode(out.subarray(4, out.indexOf(0, 4)));
+        throw new SysError(`landlock_add_rule(${path})`, new DataView(out.buffer).getUint32(0, true));
+      }
       if (n < 0) return null;
       return decodeFloor(out.subarray(0, n));
     }
     return null;
-  }
-
-  /**
-   * Adds the packed rules (RawReadFloor.rules) to `ruleset`, each with `access & handled` (`& fileRights` on
-   * a non-directory). A path that cannot be opened is skipped (it is gone: no rule is narrower). Throws
-   * SysError when the kernel refuses a rule.
-   */
-  addRules(
-    ruleset: number,
-    rules: Uint8Array<ArrayBuffer>,
-    count: number,
-    handled: bigint,
-    fileRights: bigint,
-  ): void {
-    const skipped = new Uint8Array(count || 1);
-    const r = Number(
-      this.lib.hp_add_rules(ruleset, rules, BigInt(rules.length), handled, fileRights, skipped),
-    );
-    if (r < 0) {
-      const e = errno();
-      throw new SysError(`landlock_add_rule(${unpackRules(rules)[-r - 1]?.path})`, e);
-    }
   }
 }
 

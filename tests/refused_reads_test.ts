@@ -95,6 +95,30 @@ Deno.test("only this session's domain: learned from the command's pid, records h
   assert.equal(r.ended, true);
 });
 
+Deno.test("the input may be made on first use: once, when a record needs it, with the same answers", () => {
+  let made = 0;
+  const r = new RefusedReads(() => {
+    made++;
+    return input();
+  });
+  r.commandPid = 42;
+  assert.equal(made, 0, "not made before a record comes");
+  assert.deepEqual(r.feed([access("ab", `${HOME}/.ssh/id_ed25519`), allocated("ab", 42)]), [
+    "hallpass: refused read ~/.ssh/id_ed25519: protect ~/.ssh (builtin: SSH keys)",
+  ]);
+  r.feed([access("ab", "/data/aws/config")]);
+  assert.equal(made, 1, "made once");
+  const eager = new RefusedReads(input());
+  eager.commandPid = 42;
+  eager.feed([
+    access("ab", `${HOME}/.ssh/id_ed25519`),
+    allocated("ab", 42),
+    access("ab", "/data/aws/config"),
+  ]);
+  assert.deepEqual(r.summaryLines(), eager.summaryLines());
+  assert.equal(r.summaryLines().length, 5, "both refusals listed, each with its option");
+});
+
 Deno.test("a domain made by the command's pid but another program (the command's own sandbox) is not ours", () => {
   const r = new RefusedReads({ ...input(), launcher: "/opt/hallpass/hallpass-launcher" });
   r.commandPid = 42;

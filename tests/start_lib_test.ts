@@ -47,11 +47,11 @@ function normal(f: Floor | PackedReadFloor) {
 }
 
 /** Both answers for the same input, compared (again, up to three times, when a listed directory changed). */
-function same(reads: ReadProtection, project: string): ReturnType<typeof normal> {
+async function same(reads: ReadProtection, project: string): Promise<ReturnType<typeof normal>> {
   let last = "";
   for (let attempt = 0; attempt < 3; attempt++) {
     const ts = normal(readFloor(reads, project, realCarveFs, existingResolver()));
-    const fast = readFloorFast(reads, project, lib!, existingResolver());
+    const fast = await readFloorFast(reads, project, lib!, existingResolver());
     assert.ok(fast !== null, "the library answered");
     const c = normal(fast);
     // The canonical forms it hands the refused-reads watch (lib/floor/refused_reads.ts refusedInput).
@@ -75,7 +75,7 @@ test({
   name:
     "start.c's read side = readFloor: symlinked, dangling and file holes, hard links, shared dirs, project",
   ignore: built,
-  fn() {
+  async fn() {
     const d = fixture();
     try {
       const h = `${d}/home`;
@@ -125,7 +125,7 @@ test({
         readable: [{ path: `${h}/.ssh/known_hosts`, source: yours }],
         unused: [],
       };
-      const r = same(reads, `${h}/proj`);
+      const r = await same(reads, `${h}/proj`);
       assert.ok(r.hardLinked.includes(`${h}/key-copy`), "the hard link is named");
       assert.ok(r.dropped.includes(`${h}/shared/x/.ssh`), "the hole below a shared directory is dropped");
       assert.deepEqual(r.inProject, [`${h}/proj/.env`]);
@@ -143,12 +143,12 @@ test({
 test({
   name: "start.c's read side = readFloor: this machine's own protections (every home, the consoles)",
   ignore: built,
-  fn() {
+  async fn() {
     const inv = parseCommandLine(["--no-ask", "--", "/bin/true"]);
     assert.equal(inv.kind, "run");
     const plan = makePlan((inv as { opts: CliOptions }).opts, (k) => Deno.env.get(k));
     const reads = withTerminalReads(plan.reads, []);
-    const r = same(reads, plan.project);
+    const r = await same(reads, plan.project);
     assert.ok(r.rules.length > 0 && reads.protect.length > 0);
   },
 });
@@ -157,7 +157,7 @@ test({
   name:
     "start.c refuses what it does not take (a path that is not plain, a NUL): the caller carves in TypeScript",
   ignore: built,
-  fn() {
+  async fn() {
     for (
       const path of [
         "/root//.ssh",
@@ -174,7 +174,7 @@ test({
         readable: [],
         unused: [],
       };
-      assert.equal(readFloorFast(reads, "/work", lib!, existingResolver()), null, JSON.stringify(path));
+      assert.equal(await readFloorFast(reads, "/work", lib!, existingResolver()), null, JSON.stringify(path));
     }
   },
 });
@@ -182,7 +182,7 @@ test({
 test({
   name: "start.c stops past the rule limit where carve() does (CarveLimitError names the same directory)",
   ignore: built,
-  fn() {
+  async fn() {
     const d = fixture();
     try {
       for (let i = 0; i < 12; i++) Deno.writeTextFileSync(`${d}/f${i}`, "");
@@ -198,13 +198,15 @@ test({
         assert.ok(e instanceof CarveLimitError);
         ts = e.dir;
       }
-      const r = lib!.readFloor(
+      const r = await lib!.readFloor(
         {
           right: FS.READ_FILE,
           fileRights: FILE_RIGHTS,
           maxRules: 8,
           project: "/nonexistent-project",
           grants: ["/"],
+          ruleset: -1,
+          handled: 0n,
         },
         [{ path: `${d}/.ssh`, builtin: true }],
       );

@@ -1,11 +1,12 @@
 /*
- * hallpass's start-up work over many paths, in one call each (lib/floor/start_lib.ts, ffi/start.ts): the
- * system calls the JavaScript made one FFI call (or one Deno op) at a time, for the ~300 protected paths and
- * ~230 Landlock rules of a session. Mechanism only: which paths, which rights and what the carve makes of the
- * listings stay in TypeScript (lib/floor/landlock_carve.ts is the one carve); these functions answer exactly
- * what lib/floor/carve_fs.ts and ffi/landlock.ts answer (tests/start_lib_test.ts compares them).
+ * hallpass's start-up work over many paths, in one call (ffi/start.ts, lib/floor/read_floor_fast.ts): the carve
+ * of the read side (lib/floor/read_floor.ts readFloor, which stays the reference: tests/start_lib_test.ts
+ * compares the two) with its Landlock rules added to the ruleset as the carve finds them, each opened relative
+ * to the directory it was listed in. The JavaScript made these system calls one FFI call (or one Deno op) at a
+ * time, for the ~300 protected paths and ~230 Landlock rules of a session.
  *
- * Loaded by the Deno process (built against its libc, like the fast path).
+ * Loaded by the Deno process (built against its libc, like the fast path); called off the main thread
+ * (a nonblocking FFI symbol), so it touches no state of its own between calls.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -29,57 +30,6 @@ struct path_beneath {
 	int32_t parent_fd;
 } __attribute__((packed));
 
-/*
- * Adds a path-beneath rule to `ruleset` for each record of `buf`: u64 access (little-endian), u8 how to open
- * (0: follow symlinks, and fstat tells a directory; 1: not following a final symlink, a non-directory; 2: the
- * same, and it must be a directory), the path, NUL. The rights are `access & handled` on a directory and
- * `access & file_rights & handled` on anything else; nothing is added when that is 0. A path that cannot be
- * opened is skipped (`skipped[i] = 1`). Returns the number of records, or -(i + 1) when landlock_add_rule
- * failed for record i (errno says why).
- */
-long hp_add_rules(int ruleset, const uint8_t *buf, uint64_t len, uint64_t handled, uint64_t file_rights,
-		  uint8_t *skipped)
-{
-	uint64_t off = 0;
-	long i = 0;
-	while (off + 9 < len) {
-		uint64_t access;
-		memcpy(&access, buf + off, 8);
-		uint8_t how = buf[off + 8];
-		const char *path = (const char *)buf + off + 9;
-		size_t n = strnlen(path, len - off - 9);
-		if (off + 9 + n >= len) break; /* no NUL: the record is cut */
-		off += 9 + n + 1;
-		int flags = O_PATH | O_CLOEXEC | (how == 0 ? 0 : O_NOFOLLOW | (how == 2 ? O_DIRECTORY : 0));
-		int fd = openat(AT_FDCWD, path, flags);
-		if (fd < 0) {
-			skipped[i++] = 1;
-			continue;
-		}
-		int dir = how == 2;
-		if (how == 0) {
-			struct stat st;
-			if (fstat(fd, &st) != 0) {
-				int e = errno;
-				close(fd);
-				errno = e;
-				return -(i + 1);
-			}
-			dir = S_ISDIR(st.st_mode);
-		}
-		struct path_beneath pb = {.allowed = (dir ? access : access & file_rights) & handled, .parent_fd = fd};
-		if (pb.allowed != 0 && syscall(SYS_landlock_add_rule, ruleset, 1 /* PATH_BENEATH */, &pb, 0) != 0) {
-			int e = errno;
-			close(fd);
-			errno = e;
-			return -(i + 1);
-		}
-		close(fd);
-		i++;
-	}
-	return i;
-}
-
 /* --- resolution: a path's longest existing prefix made canonical, the rest appended */
 
 #define MEMO_SIZE 4096 /* power of two */
@@ -96,11 +46,11 @@ static uint64_t hash(const char *s, size_t n)
 }
 
 /*
- * realpath(3) of the first `n` bytes of `p`, remembered for this call of hp_resolve: 1 and *out (not to be
+ * realpath(3) of the first `n` bytes of `p`, remembered for this call of hp_read_floor: 1 and *out (not to be
  * freed) when it resolves, 0 when not. A path whose parent does not resolve does not either (ENOENT, ENOTDIR,
  * EACCES and ELOOP all carry down), so it is not asked.
  */
-static int canonical(struct memo_entry *memo, int *used, const char *p, size_t n, const char **out)
+static int canonical(struct memo_entry *memo, int *used, char **spare, const char *p, size_t n, const char **out)
 {
 	uint64_t h = hash(p, n);
 	size_t slot = h & (MEMO_SIZE - 1);
@@ -120,7 +70,7 @@ static int canonical(struct memo_entry *memo, int *used, const char *p, size_t n
 	while (cut > 0 && head[cut - 1] != '/') cut--;
 	const char *parent_canon = "/";
 	/* the parent: "/" for "/x", none for "/" itself */
-	int parent_ok = n == 1 || canonical(memo, used, p, cut > 1 ? cut - 1 : 1, &parent_canon);
+	int parent_ok = n == 1 || canonical(memo, used, spare, p, cut > 1 ? cut - 1 : 1, &parent_canon);
 	if (parent_ok && n == 1) canon = realpath(head, NULL);
 	else if (parent_ok) {
 		/* The parent is canonical already: a name that is not a symlink is that plus the name (one lstat
@@ -142,9 +92,8 @@ static int canonical(struct memo_entry *memo, int *used, const char *p, size_t n
 		}
 	}
 	if (*used >= MEMO_SIZE / 2) { /* full: kept only until the next one (the caller uses it right away) */
-		static char *spare;
-		free(spare);
-		spare = canon;
+		free(*spare);
+		*spare = canon;
 		*out = canon;
 		return canon != NULL;
 	}
@@ -160,26 +109,23 @@ static int canonical(struct memo_entry *memo, int *used, const char *p, size_t n
 
 /* --- hp_read_floor: lib/floor/read_floor.ts readFloor, for the case start-up has (one right, READ_FILE) */
 
-struct strset { /* open addressing; paths owned */
+struct strset { /* open addressing; paths owned; grows at half full */
 	char **slot;
-	uint8_t *val;
 	size_t cap, n;
 };
 
 static int set_init(struct strset *s, size_t cap)
 {
 	s->slot = calloc(cap, sizeof *s->slot);
-	s->val = calloc(cap, 1);
 	s->cap = cap;
 	s->n = 0;
-	return s->slot != NULL && s->val != NULL;
+	return s->slot != NULL;
 }
 
 static void set_free(struct strset *s)
 {
 	for (size_t i = 0; i < s->cap; i++) free(s->slot[i]);
 	free(s->slot);
-	free(s->val);
 }
 
 /* The slot of `p`: found (1) or where it would go (0). */
@@ -195,6 +141,34 @@ static size_t set_find(const struct strset *s, const char *p, int *found)
 	}
 	*found = 0;
 	return i;
+}
+
+/* Adds `p` (copied) when it is not there: 1 added, 0 there already, -1 out of memory. *kept: the set's copy. */
+static int set_add(struct strset *s, const char *p, const char **kept)
+{
+	if (2 * (s->n + 1) > s->cap) { /* grow: sized for what this call meets, not for the worst case */
+		struct strset g;
+		if (!set_init(&g, s->cap * 2)) return -1;
+		for (size_t i = 0; i < s->cap; i++) {
+			if (s->slot[i] == NULL) continue;
+			int f;
+			g.slot[set_find(&g, s->slot[i], &f)] = s->slot[i];
+		}
+		g.n = s->n;
+		free(s->slot);
+		*s = g;
+	}
+	int found;
+	size_t i = set_find(s, p, &found);
+	if (found) {
+		if (kept) *kept = s->slot[i];
+		return 0;
+	}
+	s->slot[i] = strdup(p);
+	if (s->slot[i] == NULL) return -1;
+	s->n++;
+	if (kept) *kept = s->slot[i];
+	return 1;
 }
 
 struct buf {
@@ -225,17 +199,18 @@ static void put_u32(struct buf *b, uint32_t v) { put_bytes(b, &v, 4); }
 static void put_u64(struct buf *b, uint64_t v) { put_bytes(b, &v, 8); }
 
 struct floor {
-	uint64_t right, file_rights, max_rules;
+	uint64_t right, file_rights, max_rules, handled;
+	int ruleset; /* -1: rules only packed */
 	char **holes;
 	size_t nholes;
-	struct strset rules; /* path -> how (1 file, 2 dir) */
-	size_t nrules;
+	struct strset rules; /* a rule once per path */
 	struct buf rules_out, carved_out, carved_strs, hard_strs, dropped_strs;
 	uint32_t ncarved, nhard, ndropped, listed;
 	struct strset carved; /* carved once */
-	const char *limit_at; /* set when max_rules was reached */
+	int stop; /* set when max_rules was reached (limit_path), a rule was refused (add_errno, limit_path) or
+		     memory ran out (oom) */
+	int oom, add_errno;
 	char limit_path[PATH_MAX];
-	int oom;
 };
 
 /* `p` is `dir` or below it. */
@@ -246,46 +221,55 @@ static int at_or_below(const char *p, const char *dir)
 	return strncmp(p, dir, n) == 0 && (p[n] == 0 || p[n] == '/');
 }
 
-/* add(path, access, dir, where) with access a single right: a rule once per path (the first one's kind). */
-static void add_rule(struct floor *f, const char *path, int dir, const char *where)
+/*
+ * add(path, access, dir, where) with access a single right: a rule once per path (the first one's kind). Also
+ * added to the ruleset (when there is one): `path` opened as `name` relative to `at` (the directory it was
+ * listed in, or AT_FDCWD and the whole path) without following a final symlink, and as a directory when `dir`
+ * (else it is skipped: it is gone or was replaced, and no rule is narrower); rights `access & handled`.
+ */
+static void add_rule(struct floor *f, int at, const char *name, const char *path, int dir, const char *where)
 {
-	if (f->limit_at != NULL || f->oom) return;
+	if (f->stop) return;
 	uint64_t a = dir ? f->right : f->right & f->file_rights;
 	if (a == 0) return;
 	int found;
-	size_t i = set_find(&f->rules, path, &found);
+	set_find(&f->rules, path, &found);
 	if (found) return;
-	if (f->nrules >= f->max_rules || f->rules.n + 1 > f->rules.cap / 2) {
+	if (f->rules.n >= f->max_rules) {
 		snprintf(f->limit_path, sizeof f->limit_path, "%s", where);
-		f->limit_at = f->limit_path;
+		f->stop = 1;
 		return;
 	}
-	f->rules.slot[i] = strdup(path);
-	if (f->rules.slot[i] == NULL) {
-		f->oom = 1;
+	if (set_add(&f->rules, path, NULL) < 0) {
+		f->oom = f->stop = 1;
 		return;
 	}
-	f->rules.n++;
-	f->nrules++;
 	put_u64(&f->rules_out, a);
 	uint8_t how = dir ? 2 : 1;
 	put_bytes(&f->rules_out, &how, 1);
 	put_str(&f->rules_out, path);
+	uint64_t allowed = a & f->handled;
+	if (f->ruleset < 0 || allowed == 0) return;
+	int fd = openat(at, name, O_PATH | O_CLOEXEC | O_NOFOLLOW | (dir ? O_DIRECTORY : 0));
+	if (fd < 0) return;
+	struct path_beneath pb = {.allowed = allowed, .parent_fd = fd};
+	if (syscall(SYS_landlock_add_rule, f->ruleset, 1 /* PATH_BENEATH */, &pb, 0) != 0) {
+		f->add_errno = errno;
+		snprintf(f->limit_path, sizeof f->limit_path, "%s", path);
+		f->stop = 1;
+	}
+	close(fd);
 }
 
-static void join_path(char *out, const char *dir, const char *name)
+/* dir + "/" + name into out (PATH_MAX): 0 when it does not fit (realpath's ENAMETOOLONG). */
+static int join_path(char *out, const char *dir, const char *name)
 {
-	if (strcmp(dir, "/") == 0) snprintf(out, PATH_MAX, "/%s", name);
-	else snprintf(out, PATH_MAX, "%s/%s", dir, name);
-}
-
-/* The first component of hole `h` below `dir` (h strictly below dir): its start and length. */
-static const char *next_component(const char *h, const char *dir, size_t *len)
-{
-	const char *rest = h + (strcmp(dir, "/") == 0 ? 1 : strlen(dir) + 1);
-	const char *slash = strchr(rest, '/');
-	*len = slash ? (size_t)(slash - rest) : strlen(rest);
-	return rest;
+	size_t dl = strcmp(dir, "/") == 0 ? 0 : strlen(dir), nl = strlen(name);
+	if (dl + 1 + nl + 1 > PATH_MAX) return 0;
+	memcpy(out, dir, dl);
+	out[dl] = '/';
+	memcpy(out + dl + 1, name, nl + 1);
+	return 1;
 }
 
 struct entry {
@@ -296,14 +280,20 @@ struct entry {
 	uint64_t ino;
 };
 
-/* realCarveFs.list: NULL when `dir` is not a directory that can be listed (a symlink, a file, missing). */
-static struct entry *list_dir(const char *dir, size_t *count)
+/*
+ * realCarveFs.list of `name` in `at`: NULL when it is not a directory that can be listed (a symlink, a file,
+ * missing). *fd: the directory, open, for opening its entries (the caller closes it).
+ */
+static struct entry *list_dir(int at, const char *name, size_t *count, int *fd)
 {
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) return NULL;
-	DIR *d = fdopendir(fd);
+	*fd = openat(at, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (*fd < 0) return NULL;
+	int dfd = fcntl(*fd, F_DUPFD_CLOEXEC, 0);
+	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
 	if (d == NULL) {
-		close(fd);
+		if (dfd >= 0) close(dfd);
+		close(*fd);
+		*fd = -1;
 		return NULL;
 	}
 	size_t n = 0, cap = 64;
@@ -322,14 +312,14 @@ static struct entry *list_dir(const char *dir, size_t *count)
 		struct stat st;
 		int have = 0;
 		if (e->d_type == DT_UNKNOWN) {
-			have = fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+			have = fstatat(*fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 			x->kind = !have ? 4 : S_ISDIR(st.st_mode) ? 1 : S_ISREG(st.st_mode) ? 2 : S_ISLNK(st.st_mode) ? 3 : 4;
 		}
 		x->has_ino = 0;
 		x->links = 1;
 		x->ino = 0;
 		if (x->kind == 2 || x->kind == 4) {
-			if (!have) have = fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+			if (!have) have = fstatat(*fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 			if (have) {
 				x->has_ino = 1;
 				x->links = st.st_nlink;
@@ -346,6 +336,8 @@ static struct entry *list_dir(const char *dir, size_t *count)
 	if (failed) { /* a listing cut short is no listing (as a failed readDirSync) */
 		for (size_t i = 0; es != NULL && i < n; i++) free(es[i].name);
 		free(es);
+		close(*fd);
+		*fd = -1;
 		return NULL;
 	}
 	*count = n;
@@ -358,16 +350,20 @@ static void free_entries(struct entry *es, size_t n)
 	free(es);
 }
 
-/* carve()'s walk, with every hole withholding the one right: `below` indexes the holes at or below `path`. */
-static void walk(struct floor *f, const char *path, int has, int dir, const size_t *below, size_t nbelow)
+/*
+ * carve()'s walk, with every hole withholding the one right: `below` indexes the holes at or below `path`,
+ * which is `name` in the directory `at` (or AT_FDCWD and the whole path, for a grant).
+ */
+static void walk(struct floor *f, int at, const char *name, const char *path, int has, int dir, const size_t *below,
+		 size_t nbelow)
 {
-	if (f->limit_at != NULL || f->oom) return;
+	if (f->stop) return;
 	int acc = has;
 	for (size_t k = 0; k < nbelow; k++)
 		if (strcmp(f->holes[below[k]], path) == 0) acc = 0;
 	size_t *deeper = malloc((nbelow + 1) * sizeof *deeper);
 	if (deeper == NULL) {
-		f->oom = 1;
+		f->oom = f->stop = 1;
 		return;
 	}
 	size_t nd = 0;
@@ -377,8 +373,9 @@ static void walk(struct floor *f, const char *path, int has, int dir, const size
 	int w = nd > 0 && acc;
 	if (w) {
 		struct stat st;
-		if (lstat(path, &st) == 0 && (st.st_mode & 01002) == 01002) { /* shared: not carved, the holes dropped */
-			add_rule(f, path, dir, path);
+		if (fstatat(at, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && (st.st_mode & 01002) == 01002) {
+			/* shared: not carved, the holes dropped */
+			add_rule(f, at, name, path, dir, path);
 			for (size_t k = 0; k < nd; k++) {
 				put_str(&f->dropped_strs, f->holes[deeper[k]]);
 				f->ndropped++;
@@ -387,24 +384,23 @@ static void walk(struct floor *f, const char *path, int has, int dir, const size
 			return;
 		}
 	}
-	if (acc && !w) add_rule(f, path, dir, path);
+	if (acc && !w) add_rule(f, at, name, path, dir, path);
 	if (!w) {
 		free(deeper);
 		return;
 	}
 	size_t n = 0;
-	struct entry *es = list_dir(path, &n);
+	int fd;
+	struct entry *es = list_dir(at, name, &n, &fd);
 	f->listed++;
 	if (es == NULL) {
 		free(deeper);
 		return;
 	}
-	int found;
-	size_t slot = set_find(&f->carved, path, &found);
+	int added = set_add(&f->carved, path, NULL);
+	if (added < 0) f->oom = f->stop = 1;
 	/* carved (and its listing recorded) once: a second grant reaching it lists it again, the same names */
-	if (!found) {
-		f->carved.slot[slot] = strdup(path);
-		f->carved.n++;
+	if (added == 1) {
 		f->ncarved++;
 		put_str(&f->carved_strs, path);
 		put_u32(&f->carved_out, (uint32_t)n);
@@ -414,29 +410,36 @@ static void walk(struct floor *f, const char *path, int has, int dir, const size
 			put_str(&f->carved_strs, es[i].name);
 		}
 	}
+	/* the name each deeper hole has right below `path`: compared with every entry */
+	size_t skip = strcmp(path, "/") == 0 ? 1 : strlen(path) + 1;
+	size_t *clen = malloc((nd + 1) * sizeof *clen);
 	size_t *way = malloc((nd + 1) * sizeof *way);
 	char *child = malloc(PATH_MAX);
-	if (way == NULL || child == NULL) f->oom = 1;
-	for (size_t i = 0; i < n && !f->oom && f->limit_at == NULL; i++) {
+	if (clen == NULL || way == NULL || child == NULL) f->oom = f->stop = 1;
+	for (size_t k = 0; clen != NULL && k < nd; k++) {
+		const char *rest = f->holes[deeper[k]] + skip;
+		const char *slash = strchr(rest, '/');
+		clen[k] = slash ? (size_t)(slash - rest) : strlen(rest);
+	}
+	for (size_t i = 0; i < n && !f->stop; i++) {
 		struct entry *e = &es[i];
 		if (e->kind == 3) continue; /* judged where it points */
-		join_path(child, path, e->name);
+		if (!join_path(child, path, e->name)) continue; /* past PATH_MAX: nothing can name it */
 		if (e->kind != 1 && e->links > 1) {
 			put_str(&f->hard_strs, child);
 			f->nhard++;
 			continue;
 		}
 		size_t nw = 0, nl = strlen(e->name);
-		for (size_t k = 0; k < nd; k++) {
-			size_t cl;
-			const char *c = next_component(f->holes[deeper[k]], path, &cl);
-			if (cl == nl && memcmp(c, e->name, nl) == 0) way[nw++] = deeper[k];
-		}
-		if (nw > 0) walk(f, child, 1, e->kind == 1, way, nw);
-		else add_rule(f, child, e->kind == 1, path);
+		for (size_t k = 0; k < nd; k++)
+			if (clen[k] == nl && memcmp(f->holes[deeper[k]] + skip, e->name, nl) == 0) way[nw++] = deeper[k];
+		if (nw > 0) walk(f, fd, e->name, child, 1, e->kind == 1, way, nw);
+		else add_rule(f, fd, e->name, child, e->kind == 1, path);
 	}
+	close(fd);
 	free(child);
 	free(way);
+	free(clen);
 	free(deeper);
 	free_entries(es, n);
 }
@@ -465,27 +468,34 @@ static const char *take_str(const uint8_t **p, const uint8_t *end)
 
 /*
  * readFloor for start-up (lib/floor/read_floor.ts; tests/start_lib_test.ts compares the two). `in`: u64 right
- * (READ_FILE), u64 file rights, u64 max rules, the project, NUL; u32 grants, each a normalised canonical path
- * and NUL; u32 protected paths, each u8 1 (builtin) or 2 (yours) and a plain absolute path, NUL. Writes to
- * `out` (`outlen`): u32 count and u32 index of each protected path not kept (a builtin one inside the
- * project); u32 directories listed; u32 rules and u64 their bytes, in hp_add_rules's format; u32 carved
- * directories, each u32 entries, each u8 has_ino and u64 ino; u32 hard-linked paths; u32 dropped holes; u32
- * count and u32 index of each protected path whose canonical form differs; u64 bytes of NUL-terminated
- * strings: each carved directory and its entries' names, the hard-linked paths, the dropped holes, those
- * canonical forms. Returns the bytes written; -1 when `out` is too small or memory ran out, -2 when more than
- * max rules were needed (`out` then holds the directory being carved, NUL-terminated), -3 on input it does
- * not take (a path that is not plain, a NUL inside a path: the caller carves in TypeScript).
+ * (READ_FILE), u64 file rights, u64 max rules, u64 the ruleset's handled rights, i64 the ruleset (-1: none),
+ * the project, NUL; u32 grants, each a normalised canonical path and NUL; u32 protected paths, each u8 1
+ * (builtin) or 2 (yours) and a plain absolute path, NUL. Each rule is added to the ruleset as the carve makes
+ * it (add_rule). Writes to `out` (`outlen`): u32 count and u32 index of each protected path not kept (a
+ * builtin one inside the project); u32 directories listed; u32 rules and u64 their bytes, each u64 access, u8
+ * 1 file / 2 directory, the path, NUL; u32 carved directories, each u32 entries, each u8 has_ino and u64 ino;
+ * u32 hard-linked paths; u32 dropped holes; u32 count and u32 index of each protected path whose canonical form
+ * differs; u64 bytes of NUL-terminated strings: each carved directory and its entries' names, the hard-linked
+ * paths, the dropped holes, those canonical forms. Returns the bytes written; -1 when `out` is too small or
+ * memory ran out (called again, it adds the same rules again: Landlock merges them); -2 when more than max
+ * rules were needed (`out` then holds the directory being carved, NUL-terminated); -3 on input it does not
+ * take (a path that is not plain, a NUL inside a path: the caller carves in TypeScript; nothing was added);
+ * -4 when the kernel refused a rule (`out`: u32 errno, the path, NUL).
  */
 long hp_read_floor(const uint8_t *in, uint64_t inlen, uint8_t *out, uint64_t outlen)
 {
 	const uint8_t *p = in, *end = in + inlen;
-	if (inlen < 24) return -3;
+	if (inlen < 40) return -3;
 	struct floor f;
 	memset(&f, 0, sizeof f);
+	int64_t ruleset;
 	memcpy(&f.right, p, 8);
 	memcpy(&f.file_rights, p + 8, 8);
 	memcpy(&f.max_rules, p + 16, 8);
-	p += 24;
+	memcpy(&f.handled, p + 24, 8);
+	memcpy(&ruleset, p + 32, 8);
+	f.ruleset = ruleset < 0 || ruleset > INT32_MAX ? -1 : (int)ruleset;
+	p += 40;
 	const char *project = take_str(&p, end);
 	if (project == NULL || p + 4 > end) return -3;
 	uint32_t ngrants;
@@ -509,15 +519,12 @@ long hp_read_floor(const uint8_t *in, uint64_t inlen, uint8_t *out, uint64_t out
 	uint32_t nnotkept = 0, naliases = 0;
 	f.holes = calloc(2 * (size_t)nprot + 1, sizeof *f.holes);
 	struct strset holeset = {0};
-	size_t cap = 64;
-	while (cap < 8 * ((size_t)nprot + 1)) cap *= 2;
-	size_t rcap = 1 << 16;
-	while (rcap / 2 < f.max_rules + 1) rcap *= 2;
 	struct memo_entry *memo = calloc(MEMO_SIZE, sizeof *memo);
+	char *spare = NULL;
 	int used = 0;
 	long rc = 0;
-	if (f.holes == NULL || memo == NULL || !set_init(&holeset, cap) || !set_init(&f.rules, rcap) ||
-	    !set_init(&f.carved, 1024)) {
+	if (f.holes == NULL || memo == NULL || !set_init(&holeset, 1024) || !set_init(&f.rules, 1024) ||
+	    !set_init(&f.carved, 64)) {
 		rc = -1;
 		goto done;
 	}
@@ -538,7 +545,7 @@ long hp_read_floor(const uint8_t *in, uint64_t inlen, uint8_t *out, uint64_t out
 		size_t n = strlen(path), h = n;
 		const char *canon = NULL;
 		for (;;) {
-			if (canonical(memo, &used, path, h, &canon)) break;
+			if (canonical(memo, &used, &spare, path, h, &canon)) break;
 			if (h <= 1) {
 				canon = NULL;
 				break;
@@ -547,9 +554,13 @@ long hp_read_floor(const uint8_t *in, uint64_t inlen, uint8_t *out, uint64_t out
 			while (j > 0 && path[j - 1] != '/') j--;
 			h = j > 1 ? j - 1 : 1;
 		}
-		if (canon == NULL) snprintf(resolved, sizeof resolved, "%s", path);
-		else if (strcmp(canon, "/") == 0 && path[h] == '/') snprintf(resolved, sizeof resolved, "%s", path + h);
-		else snprintf(resolved, sizeof resolved, "%s%s", canon, path + h);
+		if (canon == NULL) memcpy(resolved, path, n + 1);
+		else if (strcmp(canon, "/") == 0 && path[h] == '/') memcpy(resolved, path + h, n - h + 1);
+		else {
+			size_t cl = strlen(canon); /* < PATH_MAX: realpath's, or checked when made */
+			memcpy(resolved, canon, cl);
+			memcpy(resolved + cl, path + h, n - h + 1);
+		}
 		int inside = strncmp(resolved, project, inside_len) == 0 &&
 			     (resolved[inside_len] == 0 || resolved[inside_len] == '/');
 		if (strcmp(path, resolved) != 0) { /* where it really is, for the caller's resolver */
@@ -565,12 +576,13 @@ long hp_read_floor(const uint8_t *in, uint64_t inlen, uint8_t *out, uint64_t out
 		/* withAliases: the hole, and where it really is when that differs */
 		const char *both[2] = {path, resolved};
 		for (int k = 0; k < (strcmp(path, resolved) != 0 ? 2 : 1); k++) {
-			int found;
-			size_t slot = set_find(&holeset, both[k], &found);
-			if (found) continue;
-			holeset.slot[slot] = strdup(both[k]);
-			holeset.n++;
-			f.holes[f.nholes++] = holeset.slot[slot];
+			const char *kept;
+			int added = set_add(&holeset, both[k], &kept);
+			if (added < 0) {
+				rc = -1;
+				goto done;
+			}
+			if (added == 1) f.holes[f.nholes++] = (char *)kept;
 		}
 	}
 	if (p != end) { /* a NUL inside a path */
@@ -582,7 +594,7 @@ long hp_read_floor(const uint8_t *in, uint64_t inlen, uint8_t *out, uint64_t out
 		rc = -1;
 		goto done;
 	}
-	for (uint32_t g = 0; g < ngrants && f.limit_at == NULL && !f.oom; g++) {
+	for (uint32_t g = 0; g < ngrants && !f.stop; g++) {
 		const char *root = grants[g];
 		size_t nb = 0;
 		for (size_t k = 0; k < f.nholes; k++)
@@ -594,27 +606,38 @@ long hp_read_floor(const uint8_t *in, uint64_t inlen, uint8_t *out, uint64_t out
 			if (lstat(root, &st) != 0 || S_ISLNK(st.st_mode)) continue; /* missing, or not where it really is */
 			dir = S_ISDIR(st.st_mode);
 		}
-		walk(&f, root, 1, dir, below, nb);
+		walk(&f, AT_FDCWD, root, root, 1, dir, below, nb);
 	}
 	free(below);
-	if (f.limit_at != NULL) {
-		size_t n = strlen(f.limit_at);
+	if (f.add_errno != 0) {
+		size_t n = strlen(f.limit_path);
+		if (n + 5 > outlen) rc = -1;
+		else {
+			uint32_t e = (uint32_t)f.add_errno;
+			memcpy(out, &e, 4);
+			memcpy(out + 4, f.limit_path, n + 1);
+			rc = -4;
+		}
+		goto done;
+	}
+	if (f.stop && !f.oom) {
+		size_t n = strlen(f.limit_path);
 		if (n + 1 > outlen) rc = -1;
 		else {
-			memcpy(out, f.limit_at, n + 1);
+			memcpy(out, f.limit_path, n + 1);
 			rc = -2;
 		}
 		goto done;
 	}
-	if (f.oom || notkept.failed || aliases.failed || alias_strs.failed || f.rules_out.failed || f.carved_out.failed || f.carved_strs.failed ||
-	    f.hard_strs.failed || f.dropped_strs.failed) {
+	if (f.oom || notkept.failed || aliases.failed || alias_strs.failed || f.rules_out.failed ||
+	    f.carved_out.failed || f.carved_strs.failed || f.hard_strs.failed || f.dropped_strs.failed) {
 		rc = -1;
 		goto done;
 	}
 	put_u32(&head, nnotkept);
 	put_bytes(&head, notkept.p, notkept.n);
 	put_u32(&head, f.listed);
-	put_u32(&head, (uint32_t)f.nrules);
+	put_u32(&head, (uint32_t)f.rules.n);
 	put_u64(&head, f.rules_out.n);
 	put_bytes(&head, f.rules_out.p, f.rules_out.n);
 	put_u32(&head, f.ncarved);
@@ -653,5 +676,6 @@ done:
 		free(memo[s].canon);
 	}
 	free(memo);
+	free(spare);
 	return rc;
 }

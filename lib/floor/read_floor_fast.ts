@@ -1,7 +1,7 @@
 /**
  * lib/floor/read_floor.ts readFloor in one call of helper/start/start.c (ffi/start.ts): the same carve of the
- * same protections over the same file system, with its rules kept packed for the ruleset (ffi/landlock.ts
- * createRuleset) instead of built as objects. Start-up's largest piece of JavaScript was that carve: a pass per
+ * same protections over the same file system, its rules added to the ruleset by the call (and kept packed,
+ * not built as objects). Start-up's largest piece of JavaScript was that carve: a pass per
  * protected path (~300 as root: every home's credential locations) for resolving, aliasing, carving and the
  * rules. readFloor stays the reference (`hallpass rules`, and whenever this one cannot answer);
  * tests/start_lib_test.ts compares the two.
@@ -14,7 +14,7 @@ import type { ReadProtection } from "../policy/secrets.ts";
 import { CarveLimitError, normalise } from "./landlock_carve.ts";
 import type { ReadFloor } from "./read_floor.ts";
 
-/** A ReadFloor whose rules are packed (`rules` is empty): ffi/start.ts StartLib.addRules adds them. */
+/** A ReadFloor whose rules are packed (`rules` is empty): the ruleset it was given holds them. */
 export interface PackedReadFloor extends ReadFloor {
   packed: { rules: Uint8Array<ArrayBuffer>; count: number };
   /**
@@ -26,21 +26,31 @@ export interface PackedReadFloor extends ReadFloor {
 }
 
 /**
- * readFloor's answer through the library, or null when it cannot give it (a protected path that is not plain:
- * with "//", "." or "..", or a trailing "/"; the call failed): the caller then runs readFloor. Throws
- * CarveLimitError as readFloor does.
+ * readFloor's answer through the library, its rules added to `ruleset.fd` (-1: none) with the rights
+ * `ruleset.handled` holds; null when it cannot give it (a protected path that is not plain: with "//", "." or
+ * "..", or a trailing "/"; the call failed): the caller then runs readFloor, into a new ruleset. Rejects with
+ * CarveLimitError as readFloor throws it, and with SysError when the kernel refused a rule.
  */
-export function readFloorFast(
+export async function readFloorFast(
   reads: ReadProtection,
   project: string,
   lib: StartLib,
   resolve: (p: string) => string,
-): PackedReadFloor | null {
+  ruleset: { fd: number; handled: bigint } = { fd: -1, handled: 0n },
+): Promise<PackedReadFloor | null> {
   const protect = reads.protect;
   const grants = ["/", project, ...reads.readable.map((r) => resolve(r.path))].map(normalise);
   const maxRules = 20000; // lib/floor/landlock_carve.ts's default
-  const r = lib.readFloor(
-    { right: FS.READ_FILE, fileRights: FILE_RIGHTS, maxRules, project, grants },
+  const r = await lib.readFloor(
+    {
+      right: FS.READ_FILE,
+      fileRights: FILE_RIGHTS,
+      maxRules,
+      project,
+      grants,
+      ruleset: ruleset.fd,
+      handled: ruleset.handled,
+    },
     protect.map((p) => ({ path: p.path, builtin: p.source.kind === "builtin" })),
   );
   if (r === null) return null;

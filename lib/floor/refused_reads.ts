@@ -130,7 +130,16 @@ export class RefusedReads {
   /** Access records of this domain (any kind), and its count of denials when it ended. */
   #logged = 0;
   #denials = 0;
-  constructor(readonly input: RefusedInput) {}
+  #input: RefusedInput | (() => RefusedInput);
+  /** `input`, or what makes it on first use (a session whose audit is off never needs it). */
+  constructor(input: RefusedInput | (() => RefusedInput)) {
+    this.#input = input;
+  }
+
+  get input(): RefusedInput {
+    if (typeof this.#input === "function") this.#input = this.#input();
+    return this.#input;
+  }
 
   /** The command's pid: its process made the domain (AUDIT_LANDLOCK_DOMAIN `pid=`). */
   set commandPid(pid: number) {
@@ -348,7 +357,11 @@ export class RefusedReadsWatch {
   #say: ((line: string) => void) | null = null;
   #loop: Promise<void> = Promise.resolve();
   #done = false;
-  constructor(readonly reader: AuditReader, readonly audit: AuditStatusQuery, input: RefusedInput) {
+  constructor(
+    readonly reader: AuditReader,
+    readonly audit: AuditStatusQuery,
+    input: RefusedInput | (() => RefusedInput),
+  ) {
     this.refused = new RefusedReads(input);
   }
 

@@ -20,20 +20,21 @@ import {
   setCloexec,
   setUmask,
 } from "../../ffi/libc.ts";
-import { createRuleset, landlockAbi } from "../../ffi/landlock.ts";
+import { landlockAbi } from "../../ffi/landlock.ts";
 import { spawn, type Spawned } from "../../ffi/spawn.ts";
 import { FILTER_SOURCES, prebuiltFilterName } from "../filter/filter_files.ts";
 import { getRemoteFd, NotifyFd, userNotifAvailable } from "../../ffi/notify.ts";
 import { SYS } from "../../ffi/syscall_numbers.ts";
 import type { CliOptions } from "../cli/options.ts";
 import { addTerminal, landlockPlan, type Plan } from "./plan.ts";
-import { execFloor } from "../floor/exec_floor.ts";
+import { execFloor, type ExecFloorEntry } from "../floor/exec_floor.ts";
 import { ownTerminals, withTerminalReads } from "../supervisor/other_terminals.ts";
 import { CarveLimitError } from "../floor/landlock_carve.ts";
 import { existingResolver, realCarveFs } from "../floor/carve_fs.ts";
-import { type PackedReadFloor, readFloorFast } from "../floor/read_floor_fast.ts";
+import type { PackedReadFloor } from "../floor/read_floor_fast.ts";
+import { type SessionRuleset, sessionRuleset } from "../floor/start_ruleset.ts";
 import { StartLib } from "../../ffi/start.ts";
-import { newInCarved, readExitLines, readFloor, readStartLines, treesToMake } from "../floor/read_floor.ts";
+import { newInCarved, readExitLines, readStartLines, treesToMake } from "../floor/read_floor.ts";
 import { refusedInput, RefusedReadsWatch, reportingStatus } from "../floor/refused_reads.ts";
 import type { AskBackend } from "../ask/backend.ts";
 import { NoAsk } from "../ask/no_ask.ts";
@@ -282,14 +283,32 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
       // not made: written during the run, it is named then (a carved directory's notice)
     }
   }
-  let reads;
   const start = Deno.env.get("HALLPASS_START_LIB") === "0" ? null : StartLib.open(startLibrary());
   const resolve = existingResolver();
+  // The execute floor: only without a person, and only when execs are decided at all (lib/floor/exec_floor.ts).
+  const noPerson = backend instanceof NoAsk && opts.mediate.exec;
+  let exec: ExecFloorEntry[] | undefined;
+  const rulesFor = (read: { rules: { path: string; access: bigint; dir: boolean }[] }) =>
+    landlockPlan(plan, abi, opts.mediate.connect, noPerson ? (exec ??= execFloor(plan)) : undefined, read);
+  // The ruleset: its read side is carved on another thread (lib/floor/start_ruleset.ts) while this one adds the
+  // write side and the execute floor (made meanwhile: here only what the ruleset handles), asks for the audit
+  // status and reads the filter; awaited below.
+  const building = sessionRuleset(
+    rulesFor,
+    landlockPlan(plan, abi, opts.mediate.connect, noPerson ? [] : undefined, { rules: [] }),
+    abi,
+    withTerminalReads(plan.reads, pty ? [pty.slavePath] : ownTerminals()),
+    plan.project,
+    start,
+    resolve,
+  );
+  building.catch(() => {}); // awaited below, after the filter (a failure there first must not go unhandled)
+  // Refused reads are told to hallpass where the kernel lets it read them (lib/floor/refused_reads.ts).
+  const reporting = plan.reads.protect.length ? reportingStatus(abi) : null;
+  const bpf = await filterFd(opts);
+  let built: SessionRuleset;
   try {
-    const protection = withTerminalReads(plan.reads, pty ? [pty.slavePath] : ownTerminals());
-    // In one call of the start-up library when it was built (lib/floor/read_floor_fast.ts); else here.
-    reads = (start && readFloorFast(protection, plan.project, start, resolve)) ||
-      readFloor(protection, plan.project, realCarveFs, resolve);
+    built = await building;
   } catch (e) {
     if (!(e instanceof CarveLimitError)) throw e;
     throw new HallpassError(
@@ -297,6 +316,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
       "--allow-read the protected locations below that directory (`hallpass rules` lists them)",
     );
   }
+  const { reads, ...ruleset } = built;
   // Said before the command starts; over a terminal the program owns, at exit instead.
   const readLines = opts.quiet ? [] : readStartLines(reads, plan.reads, plan.project, plan.home);
   if (plan.uncarved && !opts.quiet) {
@@ -305,29 +325,23 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     );
   }
   if (!pty) readLines.forEach((l) => warn(l));
-  // The execute floor: only without a person, and only when execs are decided at all (lib/floor/exec_floor.ts).
-  const noPerson = backend instanceof NoAsk && opts.mediate.exec;
-  const ruleset = createRuleset(
-    landlockPlan(plan, abi, opts.mediate.connect, noPerson ? execFloor(plan) : undefined, reads),
-    abi,
-    start && "packed" in reads ? { lib: start, ...(reads as PackedReadFloor).packed } : undefined,
-  );
-  // Refused reads are told to hallpass where the kernel lets it read them (lib/floor/refused_reads.ts).
-  const reporting = plan.reads.protect.length ? reportingStatus(abi) : null;
+  const launcherReal = reporting?.ok ? Deno.realPathSync(launcherPath()) : undefined;
   const watch = reporting?.ok
     ? new RefusedReadsWatch(
       reporting.reader,
       reporting.audit,
-      refusedInput(
-        plan.reads,
-        reads.before.keys(),
-        "real" in reads ? (p) => (reads as PackedReadFloor).real(p) ?? resolve(p) : resolve,
-        plan.home,
-        Deno.realPathSync(launcherPath()),
-      ),
+      // Made when the first record comes (audit is on): from what the carve found at start (`real`; the
+      // resolver remembers each answer, and the carve asked every path this asks).
+      () =>
+        refusedInput(
+          plan.reads,
+          reads.before.keys(),
+          "real" in reads ? (p) => (reads as PackedReadFloor).real(p) ?? resolve(p) : resolve,
+          plan.home,
+          launcherReal,
+        ),
     )
     : null;
-  const bpf = await filterFd(opts);
   const [mySock, childSock] = seqpacketPair();
   setCloexec(childSock, false);
   // The command can tell it runs under hallpass (e.g. for a PS1 marker: README).
