@@ -2,6 +2,7 @@
  *
  *   floor_supervisor [--landlock DIR] -- CMD [ARG...]
  *   floor_supervisor --landlock-only DIR -- CMD [ARG...]
+ *   floor_supervisor --landlock-read DIR -- CMD [ARG...]
  *
  * Default mode: fork; the child sets no_new_privs, optionally restricts itself with Landlock (writes only below
  * DIR and to the terminal/null devices), installs a hand-written seccomp BPF filter that returns
@@ -11,6 +12,10 @@
  * exits with the child's status (128+N when killed by signal N).
  *
  * --landlock-only DIR: no seccomp, no fork: set no_new_privs, apply the Landlock ruleset, exec CMD.
+ * --landlock-read DIR: as --landlock-only, with the rights hallpass's ruleset also handles, EXECUTE and READ_FILE
+ * (the execute floor, and reads for the protected files: docs/threat-model.md), granted below "/" (and DIR), as
+ * hallpass does when nothing is protected: a read-only open is then checked by Landlock too (without them it is
+ * not: --landlock-only handles no read right).
  *
  * No libseccomp, no kernel headers (musl-gcc does not see them, and Debian 12's are older than the flags used
  * here): every constant and layout below is copied from the Linux UAPI headers, x86_64 only.
@@ -117,6 +122,8 @@ static void add_path(int rs, const char *path, uint64_t access, int must_exist) 
 	close(fd);
 }
 
+static int handle_read; /* --landlock-read */
+
 /* Writes only below dir, plus the terminal and null devices; everything readable and executable. */
 static void apply_landlock(const char *dir) {
 	long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
@@ -124,10 +131,12 @@ static void apply_landlock(const char *dir) {
 	uint64_t file_w = LL_WRITE_FILE | (abi >= 3 ? LL_TRUNCATE : 0);
 	uint64_t dir_w = file_w | LL_REMOVE_DIR | LL_REMOVE_FILE | LL_MAKE_CHAR | LL_MAKE_DIR | LL_MAKE_REG |
 	                 LL_MAKE_SOCK | LL_MAKE_FIFO | LL_MAKE_BLOCK | LL_MAKE_SYM | (abi >= 2 ? LL_REFER : 0);
-	struct landlock_ruleset_attr attr = {.handled_access_fs = dir_w};
+	uint64_t read = handle_read ? LL_READ_FILE | LL_EXECUTE : 0;
+	struct landlock_ruleset_attr attr = {.handled_access_fs = dir_w | read};
 	int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
 	if (rs < 0) die("landlock_create_ruleset");
-	add_path(rs, dir, dir_w, 1);
+	if (read) add_path(rs, "/", read, 1);
+	add_path(rs, dir, dir_w | read, 1);
 	static const char *devs[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx"};
 	for (size_t i = 0; i < sizeof devs / sizeof *devs; i++) add_path(rs, devs[i], file_w, 0);
 	add_path(rs, "/dev/pts", file_w, 0);
@@ -217,7 +226,7 @@ static void on_sigchld(int sig) {
 }
 
 static void usage(void) {
-	fprintf(stderr, "usage: floor_supervisor [--landlock DIR | --landlock-only DIR] -- CMD [ARG...]\n");
+	fprintf(stderr, "usage: floor_supervisor [--landlock DIR | --landlock-only DIR | --landlock-read DIR] -- CMD [ARG...]\n");
 	_exit(2);
 }
 
@@ -228,6 +237,10 @@ int main(int argc, char **argv) {
 		if (!strcmp(argv[i], "--")) { i++; break; }
 		if (!strcmp(argv[i], "--landlock") && i + 1 < argc) ll_dir = argv[++i];
 		else if (!strcmp(argv[i], "--landlock-only") && i + 1 < argc) { ll_dir = argv[++i]; landlock_only = 1; }
+		else if (!strcmp(argv[i], "--landlock-read") && i + 1 < argc) {
+			ll_dir = argv[++i];
+			landlock_only = handle_read = 1;
+		}
 		else usage();
 	}
 	if (i >= argc) usage();

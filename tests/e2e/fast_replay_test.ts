@@ -7,8 +7,9 @@
  *
  * Each workload runs twice, with the fast path and with HALLPASS_FAST_PATH=0, and each run asserts which
  * engine answered: the fast path's run recorded answers of its own, the mediator's none (a missing fast-path
- * library would otherwise make both runs the mediator, silently). The write-forms matrix and the adversarial
- * path tests run as they are, under the record, and are replayed too.
+ * library would otherwise make both runs the mediator, silently). The write-forms matrix, the adversarial
+ * path tests and the fd metadata attacks (tests/e2e/fd_meta_test.ts) run as they are, under the record, and
+ * are replayed too.
  */
 import { deepStrictEqual as assertEquals } from "node:assert/strict";
 import { DENO, hallpass, isRoot, ROOT, scratch } from "./harness.ts";
@@ -217,14 +218,21 @@ for (const w of WORKLOADS) {
 }
 
 test({
-  name: "fast path replay: the write-forms matrix and the adversarial path tests, under the record",
+  name:
+    "fast path replay: the write-forms matrix, the adversarial path and fd metadata tests, under the record",
   ignore: [lib, tool("gcc")],
 }, async () => {
   const dir = await Deno.makeTempDir({ prefix: "hallpass-replay-" });
   try {
     const rec = `${dir}/record`;
     const out = await new Deno.Command(DENO, {
-      args: ["test", "-A", "tests/e2e/write_forms_test.ts", "tests/e2e/adversarial_paths_test.ts"],
+      args: [
+        "test",
+        "-A",
+        "tests/e2e/write_forms_test.ts",
+        "tests/e2e/adversarial_paths_test.ts",
+        "tests/e2e/fd_meta_test.ts",
+      ],
       cwd: ROOT,
       env: { HALLPASS_FASTPATH_RECORD: rec },
       stdout: "piped",
@@ -234,7 +242,7 @@ test({
     assertEquals(out.code, 0, text.slice(-3000));
     const r = await replayFile(rec);
     if (!r.byAnswer.continue) throw new Error(`the fast path never answered: ${JSON.stringify(r.byAnswer)}`);
-    assertAgrees(r, "write forms and adversarial paths");
+    assertAgrees(r, "write forms, adversarial paths and fd metadata");
     console.log(`${r.answers} fast-path answers replayed: ${JSON.stringify(r.byAnswer)}`);
   } finally {
     await Deno.remove(dir, { recursive: true });
