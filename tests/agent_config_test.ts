@@ -2,6 +2,7 @@
 import { deepEqual, equal, ok as assert } from "node:assert/strict";
 import {
   agentConfigFiles,
+  describeChanges,
   judgeConfig,
   namedPrograms,
   tomlEntries,
@@ -173,4 +174,13 @@ Deno.test("programs a watched command names in the agents' directories or the pr
     namedPrograms('notify = ["node", "/h/.claude/n.js"]\n', codex, { home: "/h", project: "/p", within }),
     ["/h/.claude/n.js"],
   );
+});
+
+Deno.test("the message shows what the sandbox wrote without passing an escape to the terminal", () => {
+  const v = judgeConfig(settings, "{}", JSON.stringify({ ["k\x1b]52;c;x\x07"]: "v" }));
+  assert(v.kind === "keys");
+  const m = describeChanges(v.changes);
+  assert(![...m].some((c) => c.charCodeAt(0) < 0x20), m);
+  const t = judgeConfig(codex, "", 'notify = "a\x1b[2Jb"\n');
+  assert(t.kind === "whole" && !describeChanges(t.changes).includes("\x1b"));
 });

@@ -20,6 +20,8 @@
  * @module
  */
 
+import { visible } from "../ui/sanitize.ts";
+
 export type ConfigFormat = "json" | "toml";
 
 /** One configuration file an agent reads at its start, and how it is judged. */
@@ -491,12 +493,14 @@ function scanValue(v: string): string | "open" | "bad" {
   return t === "" ? "bad" : t;
 }
 
-/** The message for one file put back. */
+/** The message for one file put back: keys and values the sandbox chose, made visible (no escape reaches the terminal). */
 export function describeChanges(changes: readonly KeyChange[], max = 160): string {
-  return changes.map((c) => {
-    const v = c.now === undefined ? "(removed)" : c.now.length > max ? c.now.slice(0, max) + "…" : c.now;
-    return `${c.key} = ${v}`;
-  }).join("; ");
+  return visible(
+    changes.map((c) => {
+      const v = c.now === undefined ? "(removed)" : c.now.length > max ? c.now.slice(0, max) + "…" : c.now;
+      return `${c.key} = ${v}`;
+    }).join("; "),
+  );
 }
 
 /**

@@ -248,7 +248,7 @@ export function checkAgentConfig(snap: AgentConfigSnapshot, home: string, startM
   }
   for (const b of todo) {
     try {
-      const line = checkOne(b, home, kinds);
+      const line = checkOne(b, home, kinds, startMs);
       if (line) out.push(line);
     } catch (e) {
       out.push(`hallpass: ${shown(b.file.path, home)}: could not be checked (${visible(String(e))})`);
@@ -264,6 +264,7 @@ function checkOne(
   b: Before,
   home: string,
   kinds: (dir: string) => Map<string, string>,
+  startMs: number,
 ): string | undefined {
   const path = b.file.path;
   const name = shown(path, home);
@@ -277,6 +278,15 @@ function checkOne(
     return `hallpass: ${name}: the sandbox made it a special file: ${
       aside ? `moved aside as ${shown(aside, home)}` : "could not be moved aside"
     }; ${TAIL}`;
+  }
+  if (kind === "file" && read(path) === undefined && changedSince(path, startMs - 1000, [])) {
+    // Changed in the session, and not read here (larger than 64 MiB, unreadable, or replaced at every try):
+    // it cannot be judged, so it is moved aside and the file as it was put back.
+    const aside = moveAside(path);
+    const put = aside && b.text !== undefined ? writeNew(path, b.text, 0o600, undefined) : true;
+    return `hallpass: ${name}: changed by the sandbox and could not be read to be checked: ${
+      aside ? `moved aside as ${shown(aside, home)}` : "could not be moved aside"
+    }${b.text === undefined || !aside ? "" : put === true ? ", the file as it was put back" : ""}; ${TAIL}`;
   }
   // A directory or file on the way that now leads elsewhere (a symlink the sandbox made or changed): the link
   // is moved aside, so the agent reads the name again, and the file as it was is put back there.

@@ -137,6 +137,19 @@ const CASES: Case[] = [
     async keep() {},
   },
   {
+    name: "a ~/.claude.json too large to check (65 MiB of spaces before an MCP server)",
+    agent: "claude",
+    setup: { ".claude.json": STATE },
+    script: `{ head -c 68157440 /dev/zero | tr '\\0' ' '; printf %s ${
+      q(JSON.stringify({ mcpServers: { x: { command: MARK } } }))
+    }; } > .claude.json`,
+    judge: [".claude.json"],
+    named: "could not be read to be checked",
+    async keep(read) {
+      equal(JSON.parse(await read(".claude.json")).numStartups, 3, "the file as it was is not back");
+    },
+  },
+  {
     name: "a hook in the project's .claude/settings.json (the agent run in the project later)",
     agent: "claude",
     setup: {},
