@@ -386,7 +386,13 @@ Deno.test("a $HOME below /tmp: /tmp is not carved (temporary files stay readable
       "t=$(mktemp) && echo tmp-ok > $t && cat $t && rm $t",
     ], { cwd: s.project, env });
     assertEquals([r.code, r.stdout], [0, "tmp-ok\n"], r.stderr);
-    assert(!r.stderr.includes("hallpass:"), `the start stays quiet: ${r.stderr}`);
+    // Another user's home is carved too (its credential locations are protected): a directory someone else
+    // makes there meanwhile is named at exit, rightly, and says nothing of this run.
+    const ours = r.stderr.replace(
+      /^hallpass: made during the run where the sandbox cannot read them back[^\n]*\n((?:  [^\n]*\n)+)/m,
+      (block, paths: string) => paths.split("\n").some((p) => p.trim().startsWith(s.outside)) ? block : "",
+    );
+    assert(!ours.includes("hallpass:"), `the start stays quiet: ${r.stderr}`);
     const rules = await hallpass(["rules"], { cwd: s.project, env });
     assertMatch(
       rules.stdout,
