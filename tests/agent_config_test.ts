@@ -184,3 +184,22 @@ Deno.test("the message shows what the sandbox wrote without passing an escape to
   const t = judgeConfig(codex, "", 'notify = "a\x1b[2Jb"\n');
   assert(t.kind === "whole" && !describeChanges(t.changes).includes("\x1b"));
 });
+
+Deno.test("a dotenv file the agent loads: any line added or changed puts it back whole", () => {
+  const env = spec("/h/.gemini/.env");
+  assert(
+    files.some((f) => f.path === "/p/.gemini/settings.json") &&
+      files.some((f) => f.path === "/p/.codex/config.toml"),
+  );
+  equal(judgeConfig(env, "A=1\n", "# note\nA=1\n\n").kind, "same");
+  const v = judgeConfig(env, "A=1\n", "A=1\nNODE_OPTIONS=--require /h/.gemini/x.js\n");
+  assert(v.kind === "whole" && v.text === "A=1\n" && v.changes[0].now!.includes("NODE_OPTIONS"));
+  deepEqual(
+    namedPrograms("NODE_OPTIONS=--require /h/.gemini/x.js\n", env, {
+      home: "/h",
+      project: "/p",
+      within: ["/h/.gemini"],
+    }),
+    ["/h/.gemini/x.js"],
+  );
+});

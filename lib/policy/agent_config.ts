@@ -22,7 +22,8 @@
 
 import { visible } from "../ui/sanitize.ts";
 
-export type ConfigFormat = "json" | "toml";
+/** `env`: a dotenv file the agent loads into its environment (and its children's); every line is watched. */
+export type ConfigFormat = "json" | "toml" | "env";
 
 /** One configuration file an agent reads at its start, and how it is judged. */
 export interface ConfigFile {
@@ -173,12 +174,25 @@ export function agentConfigFiles(
       keys: CODEX_INERT,
     });
   }
+  // Gemini CLI reads its settings and a `.env` from `~/.gemini` and from the project's `.gemini` (a `.env` at
+  // the project's top is the project's own, read by many tools: not judged). Codex reads a project's
+  // `.codex/config.toml` too.
+  for (const d of [`${home}/.gemini`, `${project}/.gemini`]) {
+    files.push({
+      path: `${d}/settings.json`,
+      agent: "gemini",
+      format: "json",
+      mode: "all-but",
+      keys: GEMINI_INERT,
+    });
+    files.push({ path: `${d}/.env`, agent: "gemini", format: "env", mode: "all-but", keys: [] });
+  }
   files.push({
-    path: `${home}/.gemini/settings.json`,
-    agent: "gemini",
-    format: "json",
+    path: `${project}/.codex/config.toml`,
+    agent: "codex",
+    format: "toml",
     mode: "all-but",
-    keys: GEMINI_INERT,
+    keys: CODEX_INERT,
   });
   files.push({
     path: `${home}/.copilot/config.json`,
@@ -212,6 +226,14 @@ export type Watched = Map<string, string>;
 
 /** The watched keys of a config text, or a reason it cannot be judged (then any change to it counts). */
 export function watchedKeys(text: string, f: Pick<ConfigFile, "format" | "mode" | "keys">): Watched | string {
+  if (f.format === "env") {
+    // Every line but blanks and comments, as written (`export`, quotes: the loader's business).
+    const out: Watched = new Map();
+    text.split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#")).forEach((l, i) =>
+      out.set(JSON.stringify([`line ${i + 1}`]), l)
+    );
+    return out;
+  }
   if (f.format === "toml") {
     const t = tomlEntries(text);
     if (typeof t === "string") return t;
@@ -345,7 +367,7 @@ export function judgeConfig(
     if (before.get(k) !== v) changes.push({ key: (JSON.parse(k) as string[]).join("."), now: v });
   }
   if (changes.length === 0) return { kind: "same" };
-  if (f.format === "toml") return { kind: "whole", text: start, changes };
+  if (f.format !== "json") return { kind: "whole", text: start, changes };
   // JSON: the watched keys of the file as it is now are set back to their values at start (or removed).
   const obj = JSON.parse(now) as Record<string, unknown>;
   const old = start === undefined ? {} : JSON.parse(start) as Record<string, unknown>;

@@ -221,6 +221,16 @@ const CASES: Case[] = [
     },
   },
   {
+    name: "NODE_OPTIONS in gemini's ~/.gemini/.env (loaded into its environment, and its children's)",
+    agent: "gemini",
+    setup: { ".gemini/.env": "GEMINI_MODEL=x\n" },
+    script: `printf '%s\\n' ${q(`NODE_OPTIONS=--require /tmp/${MARK}.js`)} >> .gemini/.env`,
+    judge: [".gemini/.env"],
+    async keep(read) {
+      equal(await read(".gemini/.env"), "GEMINI_MODEL=x\n");
+    },
+  },
+  {
     name: "an MCP server in copilot's ~/.copilot/mcp-config.json",
     agent: "copilot",
     setup: {},
