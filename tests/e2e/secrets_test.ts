@@ -389,7 +389,7 @@ Deno.test("a $HOME below /tmp: /tmp is not carved (temporary files stay readable
     // Another user's home is carved too (its credential locations are protected): a directory someone else
     // makes there meanwhile is named at exit, rightly, and says nothing of this run.
     const ours = r.stderr.replace(
-      /^hallpass: made during the run where the sandbox cannot read them back[^\n]*\n((?:  [^\n]*\n)+)/m,
+      /^hallpass: made during the run where the sandbox cannot read them back[^\n]*\n((?: {2}[^\n]*\n)+)/m,
       (block, paths: string) => paths.split("\n").some((p) => p.trim().startsWith(s.outside)) ? block : "",
     );
     assert(!ours.includes("hallpass:"), `the start stays quiet: ${r.stderr}`);
