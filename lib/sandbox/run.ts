@@ -303,6 +303,22 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     resolve,
   );
   building.catch(() => {}); // awaited below, after the filter (a failure there first must not go unhandled)
+  // The launcher starts meanwhile too: it waits for its configuration (the ruleset, the filter) before it
+  // starts anything.
+  const [mySock, childSock] = seqpacketPair();
+  setCloexec(childSock, false);
+  // The command can tell it runs under hallpass (e.g. for a PS1 marker: README).
+  Deno.env.set("HALLPASS", "1");
+  const startMs = Date.now();
+  try {
+    const path = launcherPath();
+    child = spawn(path, [path, String(childSock), plan.program, ...plan.argv]);
+  } catch (e) {
+    throw new HallpassError(`cannot start the launcher: ${(e as Error).message}`, "rebuild with `make`");
+  } finally {
+    close(childSock);
+  }
+  const launcher = child;
   // Refused reads are told to hallpass where the kernel lets it read them (lib/floor/refused_reads.ts).
   const reporting = plan.reads.protect.length ? reportingStatus(abi) : null;
   const bpf = await filterFd(opts);
@@ -342,20 +358,6 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
         ),
     )
     : null;
-  const [mySock, childSock] = seqpacketPair();
-  setCloexec(childSock, false);
-  // The command can tell it runs under hallpass (e.g. for a PS1 marker: README).
-  Deno.env.set("HALLPASS", "1");
-  const startMs = Date.now();
-  try {
-    const path = launcherPath();
-    child = spawn(path, [path, String(childSock), plan.program, ...plan.argv]);
-  } catch (e) {
-    throw new HallpassError(`cannot start the launcher: ${(e as Error).message}`, "rebuild with `make`");
-  } finally {
-    close(childSock);
-  }
-  const launcher = child;
   // Agents' own configuration (checked at exit: lib/sandbox/agent_config_check.ts), read while the launcher
   // starts: it runs the command only once it has the message below.
   const cfg = agentConfigFiles(plan.home, plan.project, (k) => Deno.env.get(k));
