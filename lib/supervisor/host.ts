@@ -16,6 +16,7 @@ import { isGlobTarget } from "../policy/path_scope.ts";
 import type { SessionConfig, ToMain, ToWorker } from "./session_config.ts";
 import type { Summary } from "../cli/summary.ts";
 import { groupTableOf } from "../policy/exec_groups.ts";
+import { lazyImport } from "../util/lazy_import.ts";
 
 /** How long an answer is given again to the same process asking the same thing (see SupervisorHost.#ask). */
 const REUSE_MS = 3000;
@@ -95,14 +96,12 @@ export class SupervisorHost {
       { Policy },
       { fastRootsOf, performContext },
       { lookupInPath },
-      { recordContext },
     ] = await Promise.all([
       import("../../ffi/fastpath.ts"),
       import("../../ffi/notify.ts"),
       import("../policy/policy.ts"),
       import("./fast_roots.ts"),
       import("../policy/path_lookup.ts"),
-      import("./fast_replay.ts"),
     ]);
     // Blocking connects it cannot finish at once are handed to the Worker with the first notification.
     const fast = FastPath.open(cfg.fastPath, true, true);
@@ -116,7 +115,14 @@ export class SupervisorHost {
         lookup: (p) => lookupInPath(p, cfg.pathEnv),
         groups: groupTableOf(cfg.groups),
       });
-      recordContext(cfg); // HALLPASS_FASTPATH_RECORD (lib/supervisor/fast_replay.ts)
+      if (Deno.env.get("HALLPASS_FASTPATH_RECORD")) {
+        // The replay check (lib/supervisor/fast_replay.ts, with the decision function it replays against) is
+        // loaded only when asked: out of every start-up's modules.
+        const { recordContext } = await lazyImport<typeof import("./fast_replay.ts")>(
+          new URL("./fast_replay.ts", import.meta.url),
+        );
+        recordContext(cfg);
+      }
       fast.setRoots({
         ...fastRootsOf(policy, cfg.floor, cfg.mediate.exec, performContext(cfg)),
         netDirect: !cfg.mediate.connect,
