@@ -22,6 +22,8 @@ import {
 } from "./path_scope.ts";
 import type { PathScope, Rule } from "../types.ts";
 import { exists, lstatIfThere, statIfThere } from "../util/exists.ts";
+import { realpath } from "../../ffi/libc.ts";
+import { Errno } from "../../ffi/errors.ts";
 
 export interface ProtectedPath {
   scope: PathScope;
@@ -340,14 +342,9 @@ export const realProtectFs: ProtectFs = {
     let head = path;
     let tail = "";
     for (let i = 0; i < 4096; i++) {
-      if (exists(head)) {
-        try {
-          const r = Deno.realPathSync(head);
-          return tail ? (r === "/" ? tail : r + tail) : r;
-        } catch {
-          // gone since, or not resolvable: its parent, as for a missing one
-        }
-      }
+      // realpath(3), as Deno.realPathSync, but a failure is a number, not an exception
+      const r = head.includes("\0") ? -Errno.EINVAL : realpath(head);
+      if (typeof r === "string") return tail ? (r === "/" ? tail : r + tail) : r;
       if (head === "/" || head === "") return path;
       const k = head.lastIndexOf("/");
       tail = head.slice(k) + tail;
