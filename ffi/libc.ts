@@ -424,6 +424,29 @@ export function existsOnDisk(path: string): boolean {
   return !path.includes("\0") && libc().access(cstr(path), 0 /* F_OK */) === 0;
 }
 
+const statxBuf = new Uint8Array(256);
+/**
+ * The file type bits (st_mode & S_IFMT) of `path` itself (a final symlink not followed), or undefined when it
+ * is not there: one statx(2) asking only for the type, no exception and no Deno.FileInfo to build. Where statx
+ * is refused (a seccomp policy), Deno's lstat answers.
+ */
+export function lstatType(path: string): number | undefined {
+  if (path.includes("\0")) return undefined;
+  const buf = cstr(path);
+  const STATX_TYPE = 1;
+  const r = sys(SYS.statx, AT_FDCWD, ptrOf(buf), AT.SYMLINK_NOFOLLOW, STATX_TYPE, ptrOf(statxBuf));
+  if (r === 0 && (new DataView(statxBuf.buffer).getUint32(0, true) & STATX_TYPE)) {
+    return new DataView(statxBuf.buffer).getUint16(28, true) & 0o170000; // stx_mode
+  }
+  if (r !== -Errno.ENOSYS && r !== -Errno.EPERM && r !== -Errno.EINVAL && r !== 0) return undefined;
+  try {
+    const st = Deno.lstatSync(path);
+    return st.isSymlink ? 0o120000 : st.isDirectory ? 0o040000 : st.isFile ? 0o100000 : 0o010000;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Whether `path` itself exists on the real file system, a final symlink (dangling or not) included: faccessat2
  * with AT_SYMLINK_NOFOLLOW (Linux ≥ 5.8), so a missing path costs no exception. Where the call is refused

@@ -39,7 +39,8 @@ export type SyscallName =
   | "socketpair"
   | "sendmsg"
   | "recvmsg"
-  | "umask";
+  | "umask"
+  | "statx";
 
 /** Calls numbered alike on every architecture since Linux 5.1 (the unified table). */
 const COMMON = {
@@ -81,6 +82,7 @@ export const SYSCALLS: Record<"x86_64" | "aarch64", Record<SyscallName, number>>
     sendmsg: 46,
     recvmsg: 47,
     umask: 95,
+    statx: 332,
     ...COMMON,
   },
   aarch64: {
@@ -109,6 +111,7 @@ export const SYSCALLS: Record<"x86_64" | "aarch64", Record<SyscallName, number>>
     sendmsg: 211,
     recvmsg: 212,
     umask: 166,
+    statx: 291,
     ...COMMON,
   },
 };

@@ -21,8 +21,8 @@ import {
   scopeSpecificity,
 } from "./path_scope.ts";
 import type { PathScope, Rule } from "../types.ts";
-import { exists, lstatIfThere, statIfThere } from "../util/exists.ts";
-import { realpath } from "../../ffi/libc.ts";
+import { exists, statIfThere } from "../util/exists.ts";
+import { lstatType, realpath } from "../../ffi/libc.ts";
 import { Errno } from "../../ffi/errors.ts";
 
 export interface ProtectedPath {
@@ -316,9 +316,9 @@ function submodules(dir: string, fs: ProtectFs, depth: number, found: (d: string
  */
 export const realProtectFs: ProtectFs = {
   kind(path) {
-    const st = lstatIfThere(path);
-    if (st === undefined) return undefined;
-    return st.isSymlink ? "symlink" : st.isDirectory ? "dir" : st.isFile ? "file" : "other";
+    const t = lstatType(path);
+    if (t === undefined) return undefined;
+    return t === 0o120000 ? "symlink" : t === 0o040000 ? "dir" : t === 0o100000 ? "file" : "other";
   },
   read(path) {
     const st = statIfThere(path);
