@@ -24,6 +24,7 @@ import {
   type Verdict,
 } from "../policy/agent_config.ts";
 import { visible } from "../ui/sanitize.ts";
+import { checkNestedRepos, realRepoFs } from "./nested_repos.ts";
 
 const ENOENT = Errno.ENOENT;
 const QUARANTINE = ".hallpass-quarantined";
@@ -243,6 +244,24 @@ export function checkAgentConfig(snap: AgentConfigSnapshot, home: string, startM
           `the session: ${
             aside ? `moved aside as ${shown(aside, home)}` : "could not be moved aside"
           }; ${TAIL}`,
+      );
+    }
+  }
+  // Claude Code runs git in its plugin marketplaces' clones (`~/.claude/plugins/marketplaces/NAME`) to update
+  // them: their hooks and config are judged as the project's nested repositories are (lib/sandbox/nested_repos.ts).
+  for (const d of new Set(snap.dirs.map((x) => `${dirOf(x.dir)}/plugins`))) {
+    if (kinds(dirOf(d)).get("plugins") !== "dir") continue;
+    const r = checkNestedRepos(
+      { project: d, startMs, protectedGitDirs: [], deadlineMs: Date.now() + 2_000 },
+      realRepoFs,
+    );
+    out.push(...r.lines);
+    if (r.incomplete) {
+      out.push(
+        `hallpass: stopped looking for git repositories in ${
+          shown(d, home)
+        } after ${r.entries} entries: hooks or ` +
+          "config the sandbox wrote in one not reached could run outside it (docs/threat-model.md)",
       );
     }
   }

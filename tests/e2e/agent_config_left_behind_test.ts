@@ -12,7 +12,7 @@
  */
 import { equal, ok as assert } from "node:assert/strict";
 import { bare, hallpass, hallpassLines, scratchHome } from "./harness.ts";
-import { test } from "../helpers/skip.ts";
+import { test, tool } from "../helpers/skip.ts";
 
 const MARK = "pwned-by-sandbox";
 const PATH = "/usr/local/bin:/usr/bin:/bin";
@@ -330,6 +330,67 @@ test({
       equal(hallpassLines(r).filter((l) => l.includes("would run")).length, 0, r.stderr);
       equal(await Deno.readTextFile(`${s.home}/.claude.json`), next);
       equal(await Deno.readTextFile(`${s.home}/.claude/settings.json`), perms);
+    } finally {
+      await s.cleanup();
+    }
+  },
+});
+
+/**
+ * Claude Code updates its plugin marketplaces with git, outside hallpass: a hook or a config key written into
+ * a marketplace's clone (`~/.claude/plugins/marketplaces/NAME/.git`) under `--agent claude` would run there.
+ * Judged by running git in the clone afterwards (a `git pull`'s post-merge hook, an fsmonitor on `git status`),
+ * with a bare control.
+ */
+test({
+  name: "agent config: a hook and core.fsmonitor in a plugin marketplace's git clone",
+  ignore: [tool("git")],
+  async fn() {
+    const s = await scratchHome("hallpass-agentcfg-");
+    try {
+      const proof = `${s.outside}/ran`;
+      const gitEnv = (home: string) => ({
+        HOME: home,
+        PATH,
+        GIT_CONFIG_NOSYSTEM: "1",
+        GIT_AUTHOR_NAME: "t",
+        GIT_AUTHOR_EMAIL: "t@t",
+        GIT_COMMITTER_NAME: "t",
+        GIT_COMMITTER_EMAIL: "t@t",
+      });
+      const prepare = async (home: string) => {
+        const m = `${home}/.claude/plugins/marketplaces/m`;
+        await Deno.mkdir(m, { recursive: true });
+        for (const a of [["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "x"]]) {
+          const r = await bare(["git", "-C", m, ...a], { env: gitEnv(home) });
+          equal(r.code, 0, r.stderr);
+        }
+        return m;
+      };
+      const script = (m: string) =>
+        `printf '#!/bin/sh\\ntouch ${proof}\\n' > ${m}/.git/hooks/post-commit && chmod +x ${m}/.git/hooks/post-commit && ` +
+        `git -C ${m} config core.fsmonitor 'touch ${proof}; false'`;
+      const runsOutside = async (home: string, m: string) => {
+        await Deno.remove(proof).catch(() => {});
+        await bare(["git", "-C", m, "status"], { env: gitEnv(home) });
+        await bare(["git", "-C", m, "commit", "-q", "--allow-empty", "-m", "y"], { env: gitEnv(home) });
+        return await Deno.stat(proof).then(() => true, () => false);
+      };
+
+      const ctl = `${s.outside}/ctl`;
+      const cm = await prepare(ctl);
+      const b = await bare(["sh", "-c", script(cm)], { env: gitEnv(ctl) });
+      equal(b.code, 0, b.stderr);
+      assert(await runsOutside(ctl, cm), "control: git ran nothing the script wrote");
+
+      const m = await prepare(s.home);
+      const r = await hallpass(["--no-ask", "--agent", "claude", "--", "sh", "-c", script(m)], {
+        cwd: s.project,
+        env: gitEnv(s.home),
+      });
+      equal(r.code, 0, r.stderr);
+      assert(!(await runsOutside(s.home, m)), `git outside ran what the sandbox wrote:\n${r.stderr}`);
+      assert(hallpassLines(r).some((l) => l.includes("post-commit")), r.stderr);
     } finally {
       await s.cleanup();
     }
