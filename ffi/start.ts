@@ -30,7 +30,10 @@ export interface RawReadFloor {
   carved: { path: string; names: Map<string, number | undefined> }[];
   hardLinked: string[];
   dropped: string[];
-  /** Each protected path (its index) whose canonical form (lib/floor/carve_fs.ts resolveExisting) differs. */
+  /**
+   * Each path (its index: the protected paths, then the readable ones) whose canonical form
+   * (lib/floor/carve_fs.ts resolveExisting) differs.
+   */
   real: { index: number; path: string }[];
 }
 
@@ -63,8 +66,9 @@ export class StartLib {
 
   /**
    * The carve of the read side (lib/floor/read_floor.ts readFloor with the given grants: normalised canonical
-   * paths), each of its rules added to `ruleset` (-1: none) with `right & handled` as it is made. `protect`:
-   * plain absolute paths (no "//", "." or "..", no trailing "/"). Resolves to `{ limit: dir }` when more than
+   * paths, then each of `readable` where it really is), each of its rules added to `ruleset` (-1: none) with
+   * `right & handled` as it is made. `protect` and `readable`: plain absolute paths (no "//", "." or "..", no
+   * trailing "/"). Resolves to `{ limit: dir }` when more than
    * `maxRules` rules were needed, null when the call failed (the caller carves in TypeScript, into a new
    * ruleset: this one may hold some of the rules); rejects with SysError when the kernel refused a rule.
    */
@@ -75,6 +79,7 @@ export class StartLib {
       maxRules: number;
       project: string;
       grants: readonly string[];
+      readable: readonly string[];
       ruleset: number;
       handled: bigint;
     },
@@ -84,7 +89,10 @@ export class StartLib {
     const grants = enc.encode(o.grants.map((g) => g + "\0").join(""));
     // Each protected path behind its flag: 1 builtin, 2 yours. start.c refuses a path that is not plain, and
     // input whose strings do not add up (a NUL inside a path): null, and the caller carves in TypeScript.
-    const prot = enc.encode(protect.map((p) => (p.builtin ? "\x01" : "\x02") + p.path + "\0").join(""));
+    const prot = enc.encode(
+      protect.map((p) => (p.builtin ? "\x01" : "\x02") + p.path + "\0").join("") +
+        o.readable.map((p) => "\x03" + p + "\0").join(""),
+    );
     const input = new Uint8Array(40 + project.length + 4 + grants.length + 4 + prot.length);
     const iv = new DataView(input.buffer);
     iv.setBigUint64(0, o.right, true);
@@ -98,7 +106,7 @@ export class StartLib {
     iv.setUint32(at, o.grants.length, true);
     input.set(grants, at + 4);
     at += 4 + grants.length;
-    iv.setUint32(at, protect.length, true);
+    iv.setUint32(at, protect.length + o.readable.length, true);
     input.set(prot, at + 4);
     // Too small (-1): called again with more room (it adds the same rules again; Landlock merges them).
     for (let size = 256 * 1024; size <= 256 * 1024 * 1024; size *= 4) {

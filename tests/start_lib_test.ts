@@ -51,13 +51,14 @@ async function same(reads: ReadProtection, project: string): Promise<ReturnType<
   let last = "";
   for (let attempt = 0; attempt < 3; attempt++) {
     const ts = normal(readFloor(reads, project, realCarveFs, existingResolver()));
-    const fast = await readFloorFast(reads, project, lib!, existingResolver());
+    const fast = await readFloorFast(reads, project, lib!);
     assert.ok(fast !== null, "the library answered");
     const c = normal(fast);
     // The canonical forms it hands the refused-reads watch (lib/floor/refused_reads.ts refusedInput).
     const resolve = existingResolver();
-    const real = reads.protect.map((p) => `${p.path} ${fast.real(p.path) === resolve(p.path)}`);
-    assert.deepEqual(real, reads.protect.map((p) => `${p.path} true`));
+    const paths = [...reads.protect, ...reads.readable].map((p) => p.path);
+    const real = paths.map((p) => `${p} ${fast.real(p) === resolve(p)}`);
+    assert.deepEqual(real, paths.map((p) => `${p} true`));
     assert.equal(fast.real("/not/a/protected/path"), undefined);
     if (JSON.stringify(ts) === JSON.stringify(c)) return ts;
     last = `${JSON.stringify(ts)}\n!==\n${JSON.stringify(c)}`;
@@ -101,6 +102,7 @@ test({
       Deno.writeTextFileSync(`${h}/dév ü/a file`, "x");
       Deno.writeTextFileSync(`${h}/proj/.env`, "e");
       Deno.writeTextFileSync(`${h}/proj/secret`, "s");
+      Deno.writeTextFileSync(`${h}/real/keys/pubring.kbx`, "p");
       Deno.linkSync(`${h}/.ssh/id_ed25519`, `${h}/key-copy`); // a second name of a protected file
       Deno.symlinkSync(`${h}/.ssh`, `${h}/ssh-link`);
       Deno.symlinkSync(`${h}/real/keys`, `${h}/.gnupg`); // a hole reached through a symlink
@@ -122,7 +124,10 @@ test({
           { path: `${h}/ssh-link/id_ed25519`, source: yours }, // through a symlink
         ],
         lifted: [],
-        readable: [{ path: `${h}/.ssh/known_hosts`, source: yours }],
+        readable: [
+          { path: `${h}/.ssh/known_hosts`, source: yours },
+          { path: `${h}/.gnupg/pubring.kbx`, source: yours }, // through a symlink: granted where it is
+        ],
         unused: [],
       };
       const r = await same(reads, `${h}/proj`);
@@ -132,6 +137,10 @@ test({
       assert.ok(
         r.rules.some((l) => l.startsWith(`${h}/.ssh/known_hosts `)),
         "the readable grant has its rule",
+      );
+      assert.ok(
+        r.rules.some((l) => l.startsWith(`${h}/real/keys/pubring.kbx `)),
+        "granted where it really is",
       );
       assert.ok(!r.rules.some((l) => l.startsWith(`${h}/.ssh `) || l.startsWith(`${h}/real/keys `)));
     } finally {
@@ -174,7 +183,14 @@ test({
         readable: [],
         unused: [],
       };
-      assert.equal(await readFloorFast(reads, "/work", lib!, existingResolver()), null, JSON.stringify(path));
+      assert.equal(await readFloorFast(reads, "/work", lib!), null, JSON.stringify(path));
+      const readable = {
+        protect: [reads.protect[0]],
+        lifted: [],
+        readable: [{ path, source: yours }],
+        unused: [],
+      };
+      assert.equal(await readFloorFast(readable, "/work", lib!), null, `readable ${JSON.stringify(path)}`);
     }
   },
 });
@@ -205,6 +221,7 @@ test({
           maxRules: 8,
           project: "/nonexistent-project",
           grants: ["/"],
+          readable: [],
           ruleset: -1,
           handled: 0n,
         },

@@ -469,13 +469,13 @@ static const char *take_str(const uint8_t **p, const uint8_t *end)
 /*
  * readFloor for start-up (lib/floor/read_floor.ts; tests/start_lib_test.ts compares the two). `in`: u64 right
  * (READ_FILE), u64 file rights, u64 max rules, u64 the ruleset's handled rights, i64 the ruleset (-1: none),
- * the project, NUL; u32 grants, each a normalised canonical path and NUL; u32 protected paths, each u8 1
- * (builtin) or 2 (yours) and a plain absolute path, NUL. Each rule is added to the ruleset as the carve makes
+ * the project, NUL; u32 grants, each a normalised canonical path and NUL; u32 paths, each u8 1 (protected,
+ * builtin), 2 (protected, yours) or 3 (readable: a grant, after those, where it really is) and a plain
+ * absolute path, NUL. Each rule is added to the ruleset as the carve makes
  * it (add_rule). Writes to `out` (`outlen`): u32 count and u32 index of each protected path not kept (a
  * builtin one inside the project); u32 directories listed; u32 rules and u64 their bytes, each u64 access, u8
  * 1 file / 2 directory, the path, NUL; u32 carved directories, each u32 entries, each u8 has_ino and u64 ino;
- * u32 hard-linked paths; u32 dropped holes; u32 count and u32 index of each protected path whose canonical form
- * differs; u64 bytes of NUL-terminated strings: each carved directory and its entries' names, the hard-linked
+ * u32 hard-linked paths; u32 dropped holes; u32 count and u32 index of each path whose canonical form differs; u64 bytes of NUL-terminated strings: each carved directory and its entries' names, the hard-linked
  * paths, the dropped holes, those canonical forms. Returns the bytes written; -1 when `out` is too small or
  * memory ran out (called again, it adds the same rules again: Landlock merges them); -2 when more than max
  * rules were needed (`out` then holds the directory being carved, NUL-terminated); -3 on input it does not
@@ -518,12 +518,14 @@ long hp_read_floor(const uint8_t *in, uint64_t inlen, uint8_t *out, uint64_t out
 	struct buf head = {0}, notkept = {0}, aliases = {0}, alias_strs = {0};
 	uint32_t nnotkept = 0, naliases = 0;
 	f.holes = calloc(2 * (size_t)nprot + 1, sizeof *f.holes);
+	char **readable = calloc((size_t)nprot + 1, sizeof *readable); /* grants after `grants`, resolved here */
+	uint32_t nreadable = 0;
 	struct strset holeset = {0};
 	struct memo_entry *memo = calloc(MEMO_SIZE, sizeof *memo);
 	char *spare = NULL;
 	int used = 0;
 	long rc = 0;
-	if (f.holes == NULL || memo == NULL || !set_init(&holeset, 1024) || !set_init(&f.rules, 1024) ||
+	if (f.holes == NULL || readable == NULL || memo == NULL || !set_init(&holeset, 1024) || !set_init(&f.rules, 1024) ||
 	    !set_init(&f.carved, 64)) {
 		rc = -1;
 		goto done;
@@ -536,7 +538,7 @@ long hp_read_floor(const uint8_t *in, uint64_t inlen, uint8_t *out, uint64_t out
 		}
 		uint8_t flag = *p++;
 		const char *path = take_str(&p, end);
-		if ((flag != 1 && flag != 2) || path == NULL || !plain(path)) {
+		if ((flag < 1 || flag > 3) || path == NULL || !plain(path)) {
 			rc = -3;
 			goto done;
 		}
@@ -568,6 +570,13 @@ long hp_read_floor(const uint8_t *in, uint64_t inlen, uint8_t *out, uint64_t out
 			put_str(&alias_strs, resolved);
 			naliases++;
 		}
+		if (flag == 3) { /* a readable path: a grant, where it really is */
+			if ((readable[nreadable++] = strdup(resolved)) == NULL) {
+				rc = -1;
+				goto done;
+			}
+			continue;
+		}
 		if (flag == 1 && inside) { /* a builtin one inside the project: not kept */
 			put_u32(&notkept, i);
 			nnotkept++;
@@ -594,8 +603,8 @@ long hp_read_floor(const uint8_t *in, uint64_t inlen, uint8_t *out, uint64_t out
 		rc = -1;
 		goto done;
 	}
-	for (uint32_t g = 0; g < ngrants && !f.stop; g++) {
-		const char *root = grants[g];
+	for (uint32_t g = 0; g < ngrants + nreadable && !f.stop; g++) {
+		const char *root = g < ngrants ? grants[g] : readable[g - ngrants];
 		size_t nb = 0;
 		for (size_t k = 0; k < f.nholes; k++)
 			if (at_or_below(f.holes[k], root)) below[nb++] = k;
@@ -671,6 +680,8 @@ done:
 	if (f.rules.slot != NULL) set_free(&f.rules);
 	if (f.carved.slot != NULL) set_free(&f.carved);
 	free(f.holes);
+	for (uint32_t i = 0; readable != NULL && i < nreadable; i++) free(readable[i]);
+	free(readable);
 	for (size_t s = 0; memo != NULL && s < MEMO_SIZE; s++) {
 		free(memo[s].path);
 		free(memo[s].canon);

@@ -35,11 +35,11 @@ export async function readFloorFast(
   reads: ReadProtection,
   project: string,
   lib: StartLib,
-  resolve: (p: string) => string,
   ruleset: { fd: number; handled: bigint } = { fd: -1, handled: 0n },
 ): Promise<PackedReadFloor | null> {
   const protect = reads.protect;
-  const grants = ["/", project, ...reads.readable.map((r) => resolve(r.path))].map(normalise);
+  const readable = reads.readable.map((r) => r.path); // resolved by the call: grants after these
+  const grants = ["/", project].map(normalise);
   const maxRules = 20000; // lib/floor/landlock_carve.ts's default
   const r = await lib.readFloor(
     {
@@ -48,6 +48,7 @@ export async function readFloorFast(
       maxRules,
       project,
       grants,
+      readable,
       ruleset: ruleset.fd,
       handled: ruleset.handled,
     },
@@ -68,9 +69,10 @@ export async function readFloorFast(
     before: new Map(carved.map((c) => [c.path, c.names])),
     inProject: r.notKept.map((i) => protect[i].path),
     real(path) {
+      const at = (i: number) => (i < protect.length ? protect[i].path : readable[i - protect.length]);
       known ??= new Map([
-        ...protect.map((p): [string, string] => [p.path, p.path]),
-        ...r.real.map((a): [string, string] => [protect[a.index].path, a.path]),
+        ...[...protect.map((p) => p.path), ...readable].map((p): [string, string] => [p, p]),
+        ...r.real.map((a): [string, string] => [at(a.index), a.path]),
       ]);
       return known.get(path);
     },

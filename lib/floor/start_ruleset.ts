@@ -40,7 +40,7 @@ export async function sessionRuleset(
 ): Promise<SessionRuleset> {
   if (lib) {
     const fd = newRuleset(handles, abi);
-    const carving = readFloorFast(protection, project, lib, resolve, { fd, handled: handles.handledFs });
+    const carving = readFloorFast(protection, project, lib, { fd, handled: handles.handledFs });
     let skipped: string[];
     try {
       const rules = rulesFor({ rules: [] });
