@@ -12,7 +12,7 @@
  * @module
  */
 import { UsageError } from "../types.ts";
-import { lstatIfThere } from "../util/exists.ts";
+import { exists, lstatIfThere } from "../util/exists.ts";
 
 export interface ProjectRulesText {
   file: string;
@@ -82,10 +82,11 @@ export async function projectRulesNotice(
   const record = `${stateDir}/${(await sha256(project)).slice(0, 32)}`;
   let before: string | null = null;
   try {
-    const lines = Deno.readTextFileSync(record).split("\n");
+    // first run here: no record (asked without an exception: lib/util/exists.ts)
+    const lines = exists(record) ? Deno.readTextFileSync(record).split("\n") : [];
     if (lines[0] === project) before = lines[1] ?? null;
   } catch {
-    // first run here
+    // unreadable: as on a first run
   }
   if (before === now) return null;
   try {
