@@ -203,3 +203,10 @@ Deno.test("a dotenv file the agent loads: any line added or changed puts it back
     ["/h/.gemini/x.js"],
   );
 });
+
+Deno.test("a byte-order mark at the start of a JSON file is read past", () => {
+  equal(judgeConfig(settings, '\ufeff{"model":"a"}', '{"model":"b"}').kind, "same");
+  const v = judgeConfig(settings, '\ufeff{"model":"a"}', '\ufeff{"model":"b","hooks":{"x":1}}');
+  assert(v.kind === "keys");
+  deepEqual(JSON.parse(v.text), { model: "b" });
+});

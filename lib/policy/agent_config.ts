@@ -246,7 +246,7 @@ export function watchedKeys(text: string, f: Pick<ConfigFile, "format" | "mode" 
   }
   let v: unknown;
   try {
-    v = JSON.parse(text);
+    v = JSON.parse(noBom(text));
   } catch {
     return "not valid JSON";
   }
@@ -264,6 +264,14 @@ export function watchedKeys(text: string, f: Pick<ConfigFile, "format" | "mode" 
 /** Whether pattern `pat` names `path` or one of its parents. */
 function covers(pat: string[], path: string[]): boolean {
   return pat.length <= path.length && pat.every((s, i) => s === "*" || s === path[i]);
+}
+
+/**
+ * A byte-order mark an editor left is not a reason to judge the whole file: read past it (an agent that does
+ * not would read nothing from the file, which runs nothing either).
+ */
+function noBom(text: string): string {
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -369,8 +377,8 @@ export function judgeConfig(
   if (changes.length === 0) return { kind: "same" };
   if (f.format !== "json") return { kind: "whole", text: start, changes };
   // JSON: the watched keys of the file as it is now are set back to their values at start (or removed).
-  const obj = JSON.parse(now) as Record<string, unknown>;
-  const old = start === undefined ? {} : JSON.parse(start) as Record<string, unknown>;
+  const obj = JSON.parse(noBom(now)) as Record<string, unknown>;
+  const old = start === undefined ? {} : JSON.parse(noBom(start)) as Record<string, unknown>;
   for (const [k, v] of after) {
     if (before.get(k) === v) continue;
     const path = JSON.parse(k) as string[];
