@@ -90,6 +90,7 @@ Deno.test("every recipe rule parses and says why; --agents lists them all", () =
   const text = formatRecipes({ home: HOME, cwd: "/proj", pathEnv: "" }).join("\n");
   assert.match(text, /allow write \/home\/me\/\.claude\.json\*\n\s+its main state file/);
   assert.match(text, /allow write \/tmp\/claude-\*-cwd\n\s+its Bash tool's shell/);
+  assert.match(text, /hooks, MCP servers, helpers\) are put back at\nexit/);
   assert.throws(() => agentRules("nope", { home: HOME, cwd: "/" }), /unknown agent/);
 });
 

@@ -248,6 +248,8 @@ export function formatRecipes(opts: RecipeContext): string[] {
   }
   lines.push(
     "--agent NAME adds these rules; the same lines in ~/.config/hallpass/rules work too (docs/agents.md).",
+    "Commands the sandbox writes into an agent's own configuration (hooks, MCP servers, helpers) are put back at",
+    "exit and named: an agent started without hallpass would run them (docs/threat-model.md).",
   );
   return lines;
 }
