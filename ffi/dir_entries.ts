@@ -68,18 +68,22 @@ export interface DirScan {
   count: number;
   /** Names of the subdirectories (d_type DT_DIR), decoded. */
   dirs: string[];
-  /** Kinds of the entries named `HEAD`, `objects`, `commondir` and `.git`, when present with a known type. */
-  marks: Partial<Record<"HEAD" | "objects" | "commondir" | ".git", EntryKind>>;
+  /**
+   * Kinds of the entries named `HEAD`, `objects`, `commondir`, `.git` and the agents' `.claude`, `.codex` and
+   * `.gemini` (lib/sandbox/project_agent_config.ts), when present with a known type.
+   */
+  marks: Partial<Record<Mark, EntryKind>>;
   /** Names whose type the file system did not give (DT_UNKNOWN): the caller asks lstat. */
   unknown: string[];
 }
 
-const MARKS = ["HEAD", "objects", "commondir", ".git"] as const;
+export const MARKS = ["HEAD", "objects", "commondir", ".git", ".claude", ".codex", ".gemini"] as const;
+export type Mark = typeof MARKS[number];
 const MARK_BYTES = MARKS.map((m) => new TextEncoder().encode(m));
 
 /**
  * Like {@link dirEntries}, but builds nothing for the entries a walk for git directories does not need: no string
- * and no object for a file (most of a project), only a byte comparison of its name with four marks. About twice
+ * and no object for a file (most of a project), only a byte comparison of its name with a few marks. About twice
  * as fast as dirEntries on a tree of libraries (docs/performance.md).
  */
 export function scanDir(path: string): DirScan | undefined {

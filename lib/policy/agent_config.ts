@@ -213,6 +213,33 @@ export function agentConfigFiles(
   return { files: files.filter((f) => !seen.has(f.path) && seen.add(f.path)), dirs };
 }
 
+/**
+ * The files an agent reads from a directory named `dir` (`.claude`, `.codex`, `.gemini`) in the directory it is
+ * started in — a project's subdirectory too (claude: the working directory's; codex: each one from the
+ * project's root down to it) — by name, judged as the same files at the project's top.
+ */
+export function projectAgentConfig(dir: string): (Omit<ConfigFile, "path"> & { name: string })[] {
+  const claude = {
+    agent: "claude",
+    format: "json" as const,
+    mode: "all-but" as const,
+    keys: CLAUDE_SETTINGS_INERT,
+  };
+  if (dir === ".claude") {
+    return [{ ...claude, name: "settings.json" }, { ...claude, name: "settings.local.json" }];
+  }
+  if (dir === ".codex") {
+    return [{ name: "config.toml", agent: "codex", format: "toml", mode: "all-but", keys: CODEX_INERT }];
+  }
+  if (dir === ".gemini") {
+    return [{ name: "settings.json", agent: "gemini", format: "json", mode: "all-but", keys: GEMINI_INERT }];
+  }
+  return [];
+}
+
+/** The directory names {@link projectAgentConfig} knows. */
+export const PROJECT_AGENT_DIRS = [".claude", ".codex", ".gemini"] as const;
+
 function absolute(p: string | undefined): string | undefined {
   if (!p || !p.startsWith("/")) return undefined;
   const q = p.replace(/\/+$/, "");

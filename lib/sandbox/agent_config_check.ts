@@ -87,13 +87,18 @@ function isLink(p: string): boolean {
 
 /** A regular file's text as the agent reads it (following links), or undefined; "again" if it moved. */
 function readOnce(path: string): Read | undefined | "again" {
-  // Never blocks: another session's sandbox may have put a FIFO there.
-  const fd = fsops.openat(AT_FDCWD, cstr(path), O.RDONLY | O.NONBLOCK | O.CLOEXEC, 0);
-  if (fd < 0) return undefined;
+  // Only a regular file is opened (to read): the sandbox may point a link there at a FIFO, or at a device whose
+  // open does something (a watchdog, a tape); what it is comes from an O_PATH fd, which opens nothing. Never
+  // blocks either: another session's sandbox may have put a FIFO there.
+  const pfd = fsops.openat(AT_FDCWD, cstr(path), O.PATH | O.CLOEXEC, 0);
+  if (pfd < 0) return undefined;
+  let fd = -1;
   try {
     // Not fsops.fileType: its library's table costs ~10 ms to open, and this runs before the command starts.
-    const before = Deno.statSync(`/proc/self/fd/${fd}`);
+    const before = Deno.statSync(`/proc/self/fd/${pfd}`);
     if (!before.isFile || before.size > MAX) return undefined;
+    fd = fsops.openat(AT_FDCWD, cstr(`/proc/self/fd/${pfd}`), O.RDONLY | O.NONBLOCK | O.CLOEXEC, 0);
+    if (fd < 0) return undefined;
     const text = Deno.readTextFileSync(`/proc/self/fd/${fd}`);
     const after = Deno.statSync(`/proc/self/fd/${fd}`);
     const named = Deno.statSync(path);
@@ -110,7 +115,8 @@ function readOnce(path: string): Read | undefined | "again" {
   } catch {
     return undefined;
   } finally {
-    fsops.close(fd);
+    if (fd >= 0) fsops.close(fd);
+    fsops.close(pfd);
   }
 }
 

@@ -11,7 +11,7 @@
  *
  * @module
  */
-import { dirEntries, type DirScan, scanDir } from "../../ffi/dir_entries.ts";
+import { dirEntries, type DirScan, type Mark, MARKS, scanDir } from "../../ffi/dir_entries.ts";
 import { fs as fsops, openDirNoSymlinks, S_IFREG } from "../../ffi/fsops.ts";
 import { AT_FDCWD, cstr, O } from "../../ffi/libc.ts";
 import { visible } from "../ui/sanitize.ts";
@@ -120,6 +120,8 @@ export interface NestedRepoResult {
   /** The walk stopped early (too many entries, or the deadline): not every repository was seen. */
   incomplete: boolean;
   entries: number;
+  /** The agents' directories (`.claude`, `.codex`, `.gemini`: dirs or symlinks) below the top: lib/sandbox/project_agent_config.ts. */
+  agentDirs: string[];
 }
 
 const QUARANTINE = ".hallpass-quarantined";
@@ -143,6 +145,7 @@ export function checkNestedRepos(o: NestedRepoOptions, fs: RepoFs): NestedRepoRe
   let entries = 0;
   let incomplete = false;
   const unlisted: string[] = [];
+  const agentDirs: string[] = [];
 
   let nextClock = 1024;
   const stack: [string, number][] = [[o.project, 0]];
@@ -176,6 +179,11 @@ export function checkNestedRepos(o: NestedRepoOptions, fs: RepoFs): NestedRepoRe
       pointed.push({ path: `${dir}/.git`, origin: `${dir}/.git` });
     }
     if (m.commondir === "file") pointed.push({ path: `${dir}/commondir`, origin: `${dir}/commondir` });
+    if (dir !== o.project) {
+      for (const a of [".claude", ".codex", ".gemini"] as const) {
+        if (m[a] === "dir" || m[a] === "symlink") agentDirs.push(`${dir}/${a}`);
+      }
+    }
   }
   // Where `.git` files and links and `commondir` files point (maybe outside the project): git uses those.
   for (let i = 0; i < pointed.length && i < 4096; i++) {
@@ -259,7 +267,7 @@ export function checkNestedRepos(o: NestedRepoOptions, fs: RepoFs): NestedRepoRe
       } (unreadable): hooks or config written there were not checked`,
     );
   }
-  return { lines, incomplete, entries };
+  return { lines, incomplete, entries, agentDirs };
 }
 
 /** {@link RepoFs.scan} from {@link RepoFs.list}. */
@@ -267,9 +275,7 @@ function scanOfList(list: ReturnType<RepoFs["list"]>): Omit<DirScan, "unknown"> 
   if (list === undefined) return undefined;
   const marks: DirScan["marks"] = {};
   for (const e of list) {
-    if (e.name === "HEAD" || e.name === "objects" || e.name === "commondir" || e.name === ".git") {
-      marks[e.name] = e.kind;
-    }
+    if ((MARKS as readonly string[]).includes(e.name)) marks[e.name as Mark] = e.kind;
   }
   return { count: list.length, dirs: list.filter((e) => e.kind === "dir").map((e) => e.name), marks };
 }
@@ -367,9 +373,7 @@ export const realRepoFs: RepoFs = {
     for (const name of sc.unknown) {
       const kind = realRepoFs.lstat(`${path}/${name}`)?.kind ?? "other";
       if (kind === "dir") sc.dirs.push(name);
-      if (name === "HEAD" || name === "objects" || name === "commondir" || name === ".git") {
-        sc.marks[name] = kind;
-      }
+      if ((MARKS as readonly string[]).includes(name)) sc.marks[name as Mark] = kind;
     }
     return sc;
   },

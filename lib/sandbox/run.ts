@@ -41,6 +41,7 @@ import { NoAsk } from "../ask/no_ask.ts";
 import { groupRecord } from "../policy/exec_groups.ts";
 import { Summary } from "../cli/summary.ts";
 import { checkNestedRepos, realRepoFs } from "./nested_repos.ts";
+import { checkProjectAgentConfig } from "./project_agent_config.ts";
 import { checkAgentConfig, snapshotAgentConfig } from "./agent_config_check.ts";
 import { agentConfigFiles } from "../policy/agent_config.ts";
 import { GIT_REASON } from "../policy/protected_paths.ts";
@@ -527,6 +528,7 @@ function nestedRepoLines(plan: Plan, startMs: number): string[] {
     { project: plan.project, startMs, protectedGitDirs: gitDirs, deadlineMs: Date.now() + 5_000 },
     realRepoFs,
   );
+  r.lines.push(...checkProjectAgentConfig(r.agentDirs, { project: plan.project, startMs }, realRepoFs));
   if (r.incomplete) {
     r.lines.push(
       `hallpass: stopped looking for git repositories in ${plan.project} after ${r.entries} entries: hooks or ` +
