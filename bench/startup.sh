@@ -3,9 +3,10 @@
 # Deno, and what a command's start costs under hallpass beyond that start-up (`node -e 0`, and `claude
 # --version` / `codex --version` when installed: PATH, or .tools/agents/NAME/bin from tests/setup_agents.sh).
 # Every command runs once per round, the starting one rotating, R rounds (STARTUP_REPEAT, default 20); cells
-# are medians of spawn-to-exit times (bench/build/micro run 1); the start-up row also gives the ratio of the
-# 25th percentiles and of the median CPU time (user + system of the process tree), which a loaded machine
-# disturbs less than wall time. Prints Markdown rows to stdout, then the exact command of every row (paths
+# are medians of spawn-to-exit times (bench/build/micro run 1). An agent row's extra is the median over the
+# rounds of that round's (under hallpass − bare − hallpass's start-up), with its quartiles. The start-up row
+# also gives the ratio of the 25th percentiles and of the median CPU time (user + system of the process tree),
+# which a loaded machine disturbs less than wall time. Prints Markdown rows to stdout, then the exact command of every row (paths
 # shortened: ./hallpass, WORK for the project directory, EMPTY.js for the empty script).
 #
 #   bash bench/startup.sh                 # R=20
@@ -69,17 +70,25 @@ printf '| start-up: `hallpass --no-ask -q -- /bin/true` vs an empty `deno run` (
 	"$(ms "$DENO_S")" "$(ms "$HP_S")" "$(ratio "$HP_S" "$DENO_S")" \
 	"$(ratio "$(p25 "${T[hp-true]}")" "$(p25 "${T[deno]}")")" "$(ratio "$(med "${C[hp-true]}")" "$(med "${C[deno]}")")" \
 	"$(awk -v a="$HP_S" -v b="$DENO_S" 'BEGIN{print (a/b <= 1.25) ? "met" : "MISSED"}')"
+# Per round: under hallpass − bare − hallpass's start-up, all three from the same round (a loaded machine
+# moves the three medians apart; the rounds' own differences move less). Prints "median p25 p75" in seconds.
+extra() {
+	paste <(tr ' ' '\n' <<<"$1" | grep .) <(tr ' ' '\n' <<<"$2" | grep .) <(tr ' ' '\n' <<<"$3" | grep .) |
+		awk '{print $1 - $2 - $3}' | sort -g |
+		awk '{a[NR]=$1} END{m=(NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2; print m, a[int((NR-1)/4)+1], a[NR-int((NR-1)/4)]}'
+}
 row() { # row NAME LABEL: bare, under hallpass, and the extra beyond hallpass's start-up as a share of it
-	local b h cb ch cs
-	b=$(med "${T[$1]}")
-	h=$(med "${T[hp-$1]}")
-	cb=$(med "${C[$1]}") ch=$(med "${C[hp-$1]}") cs=$(med "${C[hp-true]}")
-	printf '| %s | %s | %s | %s ms beyond start-up (%s%% of it; CPU %s ms, %s%%) | ≤ 5%%: **%s** |\n' "$2" "$(ms "$b")" "$(ms "$h")" \
-		"$(awk -v h="$h" -v b="$b" -v s="$HP_S" 'BEGIN{printf "%+.1f", (h-b-s)*1000}')" \
-		"$(awk -v h="$h" -v b="$b" -v s="$HP_S" 'BEGIN{printf "%+.0f", 100*(h-b-s)/s}')" \
-		"$(awk -v h="$ch" -v b="$cb" -v s="$cs" 'BEGIN{printf "%+.1f", (h-b-s)*1000}')" \
-		"$(awk -v h="$ch" -v b="$cb" -v s="$cs" 'BEGIN{printf "%+.0f", 100*(h-b-s)/s}')" \
-		"$(awk -v h="$h" -v b="$b" -v s="$HP_S" 'BEGIN{print ((h-b-s)/s <= 0.05) ? "met" : "MISSED"}')"
+	local w c
+	read -r -a w <<<"$(extra "${T[hp-$1]}" "${T[$1]}" "${T[hp-true]}")"
+	read -r -a c <<<"$(extra "${C[hp-$1]}" "${C[$1]}" "${C[hp-true]}")"
+	printf '| %s | %s | %s | %s ms beyond start-up (%s%% of it; rounds p25–p75 %s–%s ms; CPU %s ms, %s%%) | ≤ 5%%: **%s** |\n' \
+		"$2" "$(ms "$(med "${T[$1]}")")" "$(ms "$(med "${T[hp-$1]}")")" \
+		"$(awk -v x="${w[0]}" 'BEGIN{printf "%+.1f", x*1000}')" \
+		"$(awk -v x="${w[0]}" -v s="$HP_S" 'BEGIN{printf "%+.0f", 100*x/s}')" \
+		"$(awk -v x="${w[1]}" 'BEGIN{printf "%+.1f", x*1000}')" "$(awk -v x="${w[2]}" 'BEGIN{printf "%+.1f", x*1000}')" \
+		"$(awk -v x="${c[0]}" 'BEGIN{printf "%+.1f", x*1000}')" \
+		"$(awk -v x="${c[0]}" -v s="$(med "${C[hp-true]}")" 'BEGIN{printf "%+.0f", 100*x/s}')" \
+		"$(awk -v x="${w[0]}" -v s="$HP_S" 'BEGIN{print (x/s <= 0.05) ? "met" : "MISSED"}')"
 }
 command -v node >/dev/null && row node '`node -e 0`, ms'
 for a in "${AGENTS[@]}"; do row "$a" "\`$a --version\` (\`--agent $a\`), ms"; done
