@@ -20,7 +20,7 @@ import { realCarveFs } from "../floor/carve_fs.ts";
 import { type ReadProtection, readProtection } from "../policy/secrets.ts";
 import { readPath } from "../policy/rules_file.ts";
 import { type GroupTable, newGroupTable } from "../policy/exec_groups.ts";
-import { exists, statIfThere } from "../util/exists.ts";
+import { exists, lstatIfThere, statIfThere } from "../util/exists.ts";
 import { stdioCharDevices } from "../util/stdio_devices.ts";
 
 export interface Plan {
@@ -66,6 +66,29 @@ export function isDir(p: string): boolean {
 export function userRulesPath(env: (k: string) => string | undefined, home: string): string {
   const xdg = env("XDG_CONFIG_HOME");
   return `${xdg && xdg.startsWith("/") ? xdg : home + "/.config"}/hallpass/rules`;
+}
+
+/**
+ * The names a start reads the saved rules `file` through: its directory as written and canonical (trees), and
+ * the file's own target when it is a symlink (exact; also one whose target is not there yet).
+ */
+export function ownNames(file: string): ["tree" | "exact", string][] {
+  const dir = file.slice(0, file.lastIndexOf("/"));
+  const realDir = realProtectFs.real(dir);
+  const out = new Map<string, ["tree" | "exact", string]>();
+  for (const d of [dir, realDir]) out.set(`tree:${d}`, ["tree", d]);
+  if (lstatIfThere(file)?.isSymlink) {
+    let target = realProtectFs.real(file);
+    if (target === `${realDir}/${file.slice(dir.length + 1)}`) {
+      // dangling: where it would lead
+      try {
+        const t = Deno.readLinkSync(file);
+        target = realProtectFs.real(normalizePath(t, realDir));
+      } catch { /* gone meanwhile */ }
+    }
+    if (!target.startsWith(`${realDir}/`)) out.set(`exact:${target}`, ["exact", target]);
+  }
+  return [...out.values()];
 }
 
 /** Where hallpass remembers each project's rules file (for the notice when it changed): beside the saved rules. */
@@ -201,24 +224,24 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
   const userRulesFile = userRulesPath(env, home);
   // The sandbox must never write hallpass's own rules: that would grant it more next time. More specific than
   // any allow of a parent directory, and a deny inside the floor makes the supervisor emulate, not continue.
-  rules.push({
-    effect: "deny",
-    op: "write",
-    target: formatScope({ kind: "tree", path: userRulesFile.slice(0, userRulesFile.lastIndexOf("/")) }),
-    source: { kind: "builtin", what: "hallpass's own rules" },
-  });
+  // By every name the next start reads them through: writes are decided where a symlink leads, and a dotfiles
+  // project holding the target (`~/.config/hallpass -> ~/dot/hallpass`) was written (red team).
+  const ownRules = { kind: "builtin", what: "hallpass's own rules" } as const;
+  for (const [kind, path] of ownNames(userRulesFile)) {
+    rules.push({ effect: "deny", op: "write", target: formatScope({ kind, path }), source: ownRules });
+  }
   // Nor the copies a compiled hallpass runs its launcher and fast path from: a changed one would run the next
   // sandbox.
   const xdgCache = env("XDG_CACHE_HOME");
-  rules.push({
-    effect: "deny",
-    op: "write",
-    target: formatScope({
-      kind: "tree",
-      path: `${xdgCache && xdgCache.startsWith("/") ? xdgCache : home + "/.cache"}/hallpass`,
-    }),
-    source: { kind: "builtin", what: "hallpass's own programs" },
-  });
+  const ownCache = `${xdgCache && xdgCache.startsWith("/") ? xdgCache : home + "/.cache"}/hallpass`;
+  for (const path of new Set([ownCache, realProtectFs.real(ownCache)])) {
+    rules.push({
+      effect: "deny",
+      op: "write",
+      target: formatScope({ kind: "tree", path }),
+      source: { kind: "builtin", what: "hallpass's own programs" },
+    });
+  }
   const reads: ReadRule[] = [];
   for (
     const [option, list, effect] of [
