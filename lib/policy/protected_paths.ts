@@ -24,6 +24,7 @@ import type { PathScope, Rule } from "../types.ts";
 import { exists, statIfThere } from "../util/exists.ts";
 import { lstatType, realpath } from "../../ffi/libc.ts";
 import { Errno } from "../../ffi/errors.ts";
+import { STARTUP_REASON, startupFiles } from "./startup_files.ts";
 
 export interface ProtectedPath {
   scope: PathScope;
@@ -260,6 +261,16 @@ export function findProtectedPaths(o: FindOptions, fs: ProtectFs): ProtectedPath
   }
   for (const h of hookPaths) add("tree", fs.real(h), GIT_REASON);
 
+  // Shell startup files and what runs at login: by their canonical names (`~/.bashrc -> dot/bashrc`).
+  // (each directory made canonical once; a name there only when it is a symlink: most are not there)
+  const realDirs = new Map<string, string>();
+  for (const f of startupFiles(o.home, xdg)) {
+    const k = f.path.lastIndexOf("/");
+    const dir = f.path.slice(0, k);
+    let rd = realDirs.get(dir);
+    if (rd === undefined) realDirs.set(dir, rd = fs.real(dir));
+    add(f.kind, fs.kind(f.path) === "symlink" ? fs.real(f.path) : rd + f.path.slice(k), STARTUP_REASON);
+  }
   add("tree", `${project}/.hallpass`, HALLPASS_REASON);
   for (const f of o.rulesFiles ?? []) add("exact", fs.real(f), RULES_FILE_REASON);
   if (o.logFile) {

@@ -8,8 +8,8 @@
  *   project added `allow write` lines that the next session, in any other project, obeyed.
  */
 import { deepStrictEqual as assertEquals } from "node:assert/strict";
-import { bare, exists, scratch } from "./harness.ts";
-import { test } from "../helpers/skip.ts";
+import { bare, exists, hallpass, scratch } from "./harness.ts";
+import { test, tool } from "../helpers/skip.ts";
 import { engineRunner, ENGINES } from "./engine.ts";
 
 // --- hallpass's saved rules through a symlink into the project ------------------------------------------------
@@ -90,4 +90,82 @@ for (const layout of ["rules directory", "config directory", "rules file"] as co
       },
     });
   }
+}
+
+// --- shell startup files: project = $HOME, or a dotfiles project they link into ------------------------------
+
+/**
+ * A home (the project in "home" layout) whose startup files are plain files; in "dotfiles" layout they are
+ * links into the project `~/dot` (GNU stow's layout). `bash -i`/`bash -l` and an ssh login run them.
+ */
+async function shellHome(
+  base: string,
+  layout: "home" | "dotfiles",
+): Promise<{ home: string; project: string }> {
+  const home = `${base}/home`;
+  await Deno.mkdir(`${home}/dot`, { recursive: true });
+  await Deno.mkdir(`${home}/.ssh`, { recursive: true });
+  for (const f of [".bashrc", ".profile"]) {
+    if (layout === "home") await Deno.writeTextFile(`${home}/${f}`, "# mine\n");
+    else {
+      await Deno.writeTextFile(`${home}/dot/${f.slice(1)}`, "# mine\n");
+      await Deno.symlink(`dot/${f.slice(1)}`, `${home}/${f}`);
+    }
+  }
+  return { home, project: layout === "home" ? home : `${home}/dot` };
+}
+
+/** Appends a line leaving a mark to ~/.bashrc, makes ~/.bash_profile (bash -l reads it before .profile). */
+const STARTUP = (mark: string) =>
+  `echo 'touch ${mark}.rc' >> "$HOME/.bashrc"; echo "rc=$?"; ` +
+  `echo 'touch ${mark}.login' > "$HOME/.bash_profile"; echo "login=$?"; ` +
+  `echo 'command="touch ${mark}.ssh" ssh-ed25519 AAAA' >> "$HOME/.ssh/authorized_keys"; echo "keys=$?"`;
+
+/** What runs outside afterwards: an interactive shell and a login shell, as the person's next terminal. */
+async function shellsOutside(home: string): Promise<void> {
+  const env = { HOME: home, ENV: "", BASH_ENV: "" };
+  await bare(["bash", "-i", "-c", "true"], { env, cwd: home });
+  await bare(["bash", "-l", "-c", "true"], { env, cwd: home });
+}
+
+for (const layout of ["home", "dotfiles"] as const) {
+  test({
+    name: `shell startup files the sandbox could reach (${layout}) ask, and run nothing of its outside`,
+    ignore: tool("bash"),
+    fn: async () => {
+      const s = await scratch();
+      try {
+        const c = await shellHome(`${s.outside}/c`, layout);
+        const mark0 = `${s.outside}/c/ran`;
+        await bare(["sh", "-c", STARTUP(mark0)], { cwd: c.project, env: { HOME: c.home } });
+        await shellsOutside(c.home);
+        assertEquals(
+          [await exists(`${mark0}.rc`), await exists(`${mark0}.login`)],
+          [true, true],
+          "control: the shells did not run the lines",
+        );
+
+        const h = await shellHome(s.outside, layout);
+        const mark = `${s.outside}/ran`;
+        const r = await hallpass(
+          ["--no-ask", "-q", "--project", h.project, "--", "sh", "-c", STARTUP(mark)],
+          {
+            cwd: h.project,
+            env: { HOME: h.home, XDG_CONFIG_HOME: `${h.home}/.config` },
+          },
+        );
+        assertEquals(r.stdout.includes("rc=0"), false, `~/.bashrc was written: ${r.stdout}${r.stderr}`);
+        assertEquals(r.stdout.includes("login=0"), false, `~/.bash_profile was made: ${r.stdout}${r.stderr}`);
+        assertEquals(
+          r.stdout.includes("keys=0"),
+          false,
+          `authorized_keys was written: ${r.stdout}${r.stderr}`,
+        );
+        await shellsOutside(h.home);
+        assertEquals([await exists(`${mark}.rc`), await exists(`${mark}.login`)], [false, false]);
+      } finally {
+        await s.cleanup();
+      }
+    },
+  });
 }

@@ -1,0 +1,52 @@
+/**
+ * Files that run outside the sandbox without the person asking for them: a shell's startup files, what a
+ * desktop or `systemd --user` starts at login, and what an ssh login runs (docs/threat-model.md, "What is left
+ * behind to run outside"). Protected paths (lib/policy/protected_paths.ts): they matter where the sandbox may
+ * write them — a project that is `$HOME`, a dotfiles project they link into, a wide allow rule.
+ */
+
+export const STARTUP_REASON = "runs outside the sandbox when you open a shell or log in";
+
+/** The files and trees, as named from `home` (and `$XDG_CONFIG_HOME`, `config`); made canonical by the caller. */
+export function startupFiles(home: string, config: string): { kind: "exact" | "tree"; path: string }[] {
+  const exact = [
+    // bash, sh, zsh, ksh, csh/tcsh: login, interactive and logout files (a new .bash_profile shadows .profile)
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshenv",
+    ".zprofile",
+    ".zshrc",
+    ".zlogin",
+    ".zlogout",
+    ".kshrc",
+    ".mkshrc",
+    ".cshrc",
+    ".tcshrc",
+    ".login",
+    ".logout",
+    // X sessions
+    ".xprofile",
+    ".xinitrc",
+    ".xsession",
+    ".xsessionrc",
+    ".pam_environment",
+    // ssh: who may log in and what runs at a login; the client's config names commands (ProxyCommand)
+    ".ssh/authorized_keys",
+    ".ssh/authorized_keys2",
+    ".ssh/rc",
+    ".ssh/environment",
+    ".ssh/config",
+  ].map((f) => ({ kind: "exact" as const, path: `${home}/${f}` }));
+  return [
+    ...exact,
+    { kind: "exact", path: `${config}/fish/config.fish` },
+    // fish's snippets, desktop autostart entries, systemd user units and their environment
+    ...["fish/conf.d", "autostart", "systemd/user", "environment.d"].map((d) => ({
+      kind: "tree" as const,
+      path: `${config}/${d}`,
+    })),
+  ];
+}
