@@ -1,11 +1,12 @@
 /**
  * Files that run outside the sandbox without the person asking for them: a shell's startup files, what a
- * desktop or `systemd --user` starts at login, and what an ssh login runs (docs/threat-model.md, "What is left
+ * desktop or `systemd --user` starts at login, what an ssh login runs, and less's key files (a pager runs
+ * their LESSOPEN) (docs/threat-model.md, "What is left
  * behind to run outside"). Protected paths (lib/policy/protected_paths.ts): they matter where the sandbox may
  * write them — a project that is `$HOME`, a dotfiles project they link into, a wide allow rule.
  */
 
-export const STARTUP_REASON = "runs outside the sandbox when you open a shell or log in";
+export const STARTUP_REASON = "runs outside the sandbox when you next open a shell, log in or page a file";
 
 /** The files and trees, as named from `home` (and `$XDG_CONFIG_HOME`, `config`); made canonical by the caller. */
 export function startupFiles(home: string, config: string): { kind: "exact" | "tree"; path: string }[] {
@@ -33,6 +34,9 @@ export function startupFiles(home: string, config: string): { kind: "exact" | "t
     ".xsession",
     ".xsessionrc",
     ".pam_environment",
+    // less's key files: `#env LESSOPEN=|cmd %s` runs cmd at every less (git log, man)
+    ".lesskey",
+    ".less",
     // ssh: who may log in and what runs at a login; the client's config names commands (ProxyCommand)
     ".ssh/authorized_keys",
     ".ssh/authorized_keys2",
@@ -43,6 +47,7 @@ export function startupFiles(home: string, config: string): { kind: "exact" | "t
   return [
     ...exact,
     { kind: "exact", path: `${config}/fish/config.fish` },
+    { kind: "exact", path: `${config}/lesskey` },
     // fish's snippets, desktop autostart entries, systemd user units and their environment
     ...["fish/conf.d", "autostart", "systemd/user", "environment.d"].map((d) => ({
       kind: "tree" as const,

@@ -169,3 +169,45 @@ for (const layout of ["home", "dotfiles"] as const) {
     },
   });
 }
+
+// --- less's key files: `#env LESSOPEN=|cmd` runs cmd at the next `less` (git log, man) -------------------------
+
+/** Writes both lesskey source files of `$HOME` (the project) with a LESSOPEN leaving a mark. */
+const LESSKEY = (mark: string) =>
+  `mkdir -p .config; printf '#env\\nLESSOPEN=|touch ${mark}; cat %%s\\n' > .lesskey; echo "home=$?"; ` +
+  `printf '#env\\nLESSOPEN=|touch ${mark}; cat %%s\\n' > .config/lesskey; echo "config=$?"`;
+
+test({
+  name:
+    "less's key files in a project that is $HOME ask, and the next less outside runs nothing of the sandbox's",
+  ignore: tool("less"),
+  fn: async () => {
+    const s = await scratch();
+    try {
+      const pager = async (home: string) => {
+        await Deno.writeTextFile(`${home}/page.txt`, "text\n");
+        await bare(["less", "-F", "page.txt"], {
+          cwd: home,
+          env: { HOME: home, XDG_CONFIG_HOME: `${home}/.config`, LESSOPEN: "", LESSKEY: "", LESSKEYIN: "" },
+        });
+      };
+      const c = `${s.outside}/c`;
+      await Deno.mkdir(c);
+      await bare(["sh", "-c", LESSKEY(`${c}.ran`)], { cwd: c });
+      await pager(c);
+      assertEquals(await exists(`${c}.ran`), true, "control: less did not run the lesskey's LESSOPEN");
+
+      const h = `${s.outside}/h`;
+      await Deno.mkdir(h);
+      const r = await hallpass(["--no-ask", "-q", "--project", h, "--", "sh", "-c", LESSKEY(`${h}.ran`)], {
+        cwd: h,
+        env: { HOME: h, XDG_CONFIG_HOME: `${h}/.config` },
+      });
+      assertEquals(r.stdout.includes("=0"), false, `a lesskey file was written: ${r.stdout}${r.stderr}`);
+      await pager(h);
+      assertEquals(await exists(`${h}.ran`), false, "less outside ran the sandbox's LESSOPEN");
+    } finally {
+      await s.cleanup();
+    }
+  },
+});
