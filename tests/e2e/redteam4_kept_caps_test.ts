@@ -74,7 +74,7 @@ else:
     res = out + b.decode().split()
 for k, v in sorted(Counter(res).items()): print(k, v)
 for f in (f1, f2, f3, f4):
-    st = os.stat(f); print(os.path.basename(f), oct(st.st_mode), st.st_uid, st.st_gid, int(st.st_mtime))
+    st = os.stat(f); print(os.path.basename(f), oct(st.st_mode), st.st_uid, st.st_gid, int(st.st_mtime) if st.st_mtime < 10**6 else "planted")
 `;
 
 const PATH = "/usr/local/bin:/usr/bin:/bin";
