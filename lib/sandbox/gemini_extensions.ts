@@ -1,0 +1,87 @@
+/**
+ * Gemini CLI's extensions, checked at exit: every directory (or link to one) in `~/.gemini/extensions/` is
+ * loaded at gemini's start, and its `gemini-extension.json` starts `mcpServers` at once (red team: one the
+ * sandbox made there under `--agent gemini` ran outside; tests/e2e/redteam4_project_agent_config_test.ts). An
+ * extension whose entry, manifest or install record (`.gemini-extension-install.json`, which can point gemini
+ * at a directory elsewhere) was made or changed during the session (ctime) is moved out of that directory, to
+ * `~/.gemini/extensions.hallpass-quarantined/` (a name left in `extensions/` would still be loaded), and named.
+ * An installed extension's other files (a server's script) are not checked, as Claude Code's plugins' are not.
+ *
+ * @module
+ */
+import { fs as fsops, openDirNoSymlinks } from "../../ffi/fsops.ts";
+import { cstr } from "../../ffi/libc.ts";
+import { realRepoFs, type RepoFs } from "./nested_repos.ts";
+import { visible } from "../ui/sanitize.ts";
+
+const QUARANTINE = ".hallpass-quarantined";
+
+export function checkGeminiExtensions(
+  home: string,
+  startMs: number,
+  fs: RepoFs & { moveInto?(from: string, dir: string, name: string): boolean } = realRepoFs,
+): string[] {
+  const since = Math.floor(startMs / 1000) * 1000 - 1000;
+  const changed = (st: { ctimeMs: number } | undefined) => st !== undefined && st.ctimeMs >= since;
+  const dir = `${home}/.gemini/extensions`;
+  const out: string[] = [];
+  const entries = fs.list(dir);
+  if (!entries) return out;
+  for (const e of entries) {
+    if (e.kind !== "dir" && e.kind !== "symlink") continue;
+    const p = `${dir}/${e.name}`;
+    const files = ["gemini-extension.json", ".gemini-extension-install.json"].map((n) => `${p}/${n}`);
+    const touched = changed(fs.lstat(p)) || files.some((f) => {
+      const st = fs.lstat(f);
+      if (st?.kind !== "symlink") return changed(st);
+      const t = fs.real(f);
+      return changed(st) || (t !== undefined && changed(fs.lstat(t)));
+    });
+    if (!touched) continue;
+    // A name the sandbox took first (a symlink planted there) is passed by: the next one is tried.
+    let at = "";
+    for (let k = 1; k < 100 && !at; k++) {
+      const to = `${home}/.gemini/extensions${QUARANTINE}${k > 1 ? `.${k}` : ""}`;
+      let name = e.name;
+      for (let n = 2; fs.lstat(`${to}/${name}`) !== undefined && n < 100; n++) name = `${e.name}.${n}`;
+      if ((fs.moveInto ?? moveInto)(p, to, name)) at = `${to}/${name}`;
+    }
+    const moved = at !== "";
+    out.push(
+      `hallpass: ${
+        visible(`~/.gemini/extensions/${e.name}`)
+      }: a gemini extension made or changed during the ` +
+        `session: ${
+          moved ? `moved to ${visible(at.replace(home, "~"))}` : "COULD NOT move it aside"
+        }; gemini ` +
+        "started without hallpass would load it (docs/threat-model.md)",
+    );
+  }
+  return out;
+}
+
+/**
+ * Renames `from` to `dir/name`, making `dir` (0700) when missing; both directories opened without following a
+ * symlink, never replacing anything.
+ */
+function moveInto(from: string, dir: string, name: string): boolean {
+  try {
+    Deno.mkdirSync(dir, { mode: 0o700 });
+  } catch { /* there, or not made: the open below says */ }
+  const parent = from.slice(0, from.lastIndexOf("/"));
+  const a = openDirNoSymlinks(parent);
+  const b = openDirNoSymlinks(dir);
+  try {
+    if (a < 0 || b < 0) return false;
+    return fsops.renameat2(
+      a,
+      cstr(from.slice(parent.length + 1)),
+      b,
+      cstr(name),
+      1, /* RENAME_NOREPLACE */
+    ) === 0;
+  } finally {
+    if (a >= 0) fsops.close(a);
+    if (b >= 0) fsops.close(b);
+  }
+}
