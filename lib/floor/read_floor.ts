@@ -153,19 +153,32 @@ export function notEnforcedLines(floor: ReadFloor, home: string): string[] {
 /**
  * Lines for the exit summary. `failed`: the command did not exit 0. `unreported`: why the kernel's refusals
  * were not reported to hallpass (lib/floor/refused_reads.ts), or null when they were (then they are listed instead).
+ * `agentOf`: the agent (`--agent NAME`) whose own file a path is, if any.
  */
 export function readExitLines(
   created: string[],
   failed: boolean,
   home: string,
   unreported: string | null = "the kernel does not report them",
+  agentOf: (p: string) => string | undefined = () => undefined,
 ): string[] {
   const out: string[] = [];
   if (created.length) {
     out.push(
       `hallpass: made during the run where the sandbox cannot read them back until it starts again (a directory on the way to a protected location):`,
     );
-    for (const p of created.slice(0, 10)) out.push(`  ${visible(tilde(p, home))}`);
+    for (const p of created.slice(0, 10)) {
+      const agent = agentOf(p);
+      // An agent's own state: there at the next start, so read normally then; a command that failed on it now
+      // works when run again.
+      out.push(
+        `  ${visible(tilde(p, home))}${
+          agent
+            ? ` (${agent}'s own file: readable from its next start; if ${agent} failed on it, run it again)`
+            : ""
+        }`,
+      );
+    }
     if (created.length > 10) out.push(`  … and ${created.length - 10} more`);
   }
   if (failed && unreported !== null) {

@@ -61,6 +61,14 @@ export interface Recipe {
    * question: `--agents` and docs/agents.md say so.
    */
   ownCopies?: RecipeRule[];
+  /**
+   * Files the agent makes directly in `$HOME` (a directory on the way to a protected location, whose new entries
+   * the sandbox cannot read back until the next session: lib/floor/read_floor.ts) and saves by a rename over
+   * them. Made at start when missing, with `content` (what the agent itself takes for "no state yet", checked
+   * with its binary), and a rename over one is refused with EXDEV so that the agent writes it in place
+   * (lib/sandbox/agent_start_files.ts).
+   */
+  startFiles?: { path: string; content: string; why: string }[];
 }
 
 const w = (scope: string, why: string): RecipeRule => ({ scope, why });
@@ -86,6 +94,13 @@ export const RECIPES: Recipe[] = [
       w("{package}/**", "its own package (when installed outside the system directories)"),
       w("~/.local/share/claude/versions/**", "the native build its installer puts there"),
     ],
+    startFiles: [{
+      path: "~/.claude.json",
+      // claude 2.1.332 takes `{}` for a fresh state without a word (an empty file: "was empty ... starting with
+      // defaults"), and writes it in place when the rename of its atomic save fails with EXDEV.
+      content: "{}\n",
+      why: "its state file, made at the first start: made beforehand so the sandbox can read it back",
+    }],
   },
   {
     name: "codex",
@@ -226,6 +241,12 @@ export function recipeRules(name: string, opts: RecipeContext): { rule: Rule; wh
     }
   }
   return out;
+}
+
+/** The files recipe `name` makes at its first start directly in `$HOME` (`startFiles`), expanded. */
+export function agentStartFiles(name: string, home: string): { path: string; content: string }[] {
+  const r = RECIPES.find((x) => x.name === name);
+  return (r?.startFiles ?? []).map((f) => ({ path: f.path.replace(/^~(?=\/|$)/, home), content: f.content }));
 }
 
 export function agentRules(name: string, opts: RecipeContext): Rule[] {

@@ -10,7 +10,7 @@ import { lookupInPath } from "../policy/path_lookup.ts";
 import { type ReadRule, type Rule, UsageError } from "../types.ts";
 import { FS, type LandlockRuleset, NET, SCOPE } from "../../ffi/landlock.ts";
 import { formatScope } from "../policy/path_scope.ts";
-import { agentRules, shellHistoryRules } from "../policy/agent_recipes.ts";
+import { agentRules, agentStartFiles, shellHistoryRules } from "../policy/agent_recipes.ts";
 import { pagerHistoryRules } from "../policy/pager_history.ts";
 import { builtinConnectRules } from "../policy/socket_policy.ts";
 import { findProtectedPaths, holesOf, type ProtectedPath, realProtectFs } from "../policy/protected_paths.ts";
@@ -51,6 +51,8 @@ export interface Plan {
   reads: ReadProtection;
   /** The program groups: the builtins and those the rules files define (lib/policy/exec_groups.ts). */
   groups: GroupTable;
+  /** The files the agents' recipes make at their first start (lib/sandbox/agent_start_files.ts). */
+  agentFiles?: { path: string; content: string }[];
 }
 
 /**
@@ -343,6 +345,7 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
     userRulesFile,
     reads: protection,
     groups,
+    agentFiles: o.agents.flatMap((name) => agentStartFiles(name, home)),
   };
 }
 

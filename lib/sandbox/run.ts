@@ -35,6 +35,7 @@ import type { PackedReadFloor } from "../floor/read_floor_fast.ts";
 import { type SessionRuleset, sessionRuleset } from "../floor/start_ruleset.ts";
 import { StartLib } from "../../ffi/start.ts";
 import { newInCarved, readExitLines, readStartLines, treesToMake } from "../floor/read_floor.ts";
+import { agentOwning, makeStartFiles, startFilesInCarved } from "./agent_start_files.ts";
 import { refusedInput, RefusedReadsWatch, reportingStatus } from "../floor/refused_reads.ts";
 import type { AskBackend } from "../ask/backend.ts";
 import { NoAsk } from "../ask/no_ask.ts";
@@ -285,6 +286,16 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
       // not made: written during the run, it is named then (a carved directory's notice)
     }
   }
+  // An agent's state file in $HOME, made at its first start (lib/sandbox/agent_start_files.ts).
+  const inPlace = plan.agentFiles?.length
+    ? makeStartFiles(
+      startFilesInCarved(
+        plan.agentFiles,
+        plan.reads.protect.map((p) => p.path),
+        (p) => realCarveFs.shared?.(p) ?? false,
+      ),
+    )
+    : [];
   const start = Deno.env.get("HALLPASS_START_LIB") === "0" ? null : StartLib.open(startLibrary());
   const resolve = existingResolver();
   // The execute floor: only without a person, and only when execs are decided at all (lib/floor/exec_floor.ts).
@@ -456,6 +467,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     logPath: opts.logPath ?? null,
     umask: userUmask,
     readCarved: reads.before,
+    inPlace: reads.before ? inPlace : [],
     readProtected: reads.before
       ? { protect: plan.reads.protect.map((p) => p.path), readable: plan.reads.readable.map((p) => p.path) }
       : undefined,
@@ -493,6 +505,8 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   const refused = watch ? await watch.finish(() => close(listenerFd)) : null;
   const refusedLines = refused?.lines ?? [];
   // Every sandboxed process is gone (the launcher kills and reaps them before it exits): nothing can race this.
+  // Before the exit checks: a file they put back is hallpass's own, not one the sandbox made.
+  const created = opts.quiet ? [] : newInCarved(reads, realCarveFs);
   const repoLines = [...nestedRepoLines(plan, startMs), ...checkAgentConfig(agentConfig, plan.home, startMs)];
   await backend.close();
   if (pty) await pty.finish();
@@ -504,7 +518,8 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     if (pty) readLines.forEach((l) => console.error(l));
     refusedLines.forEach((l) => console.error(l));
     const unreported = refused ? refused.unreported : reporting && !reporting.ok ? reporting.why : undefined;
-    for (const l of readExitLines(newInCarved(reads, realCarveFs), failed, plan.home, unreported)) {
+    const owner = (p: string) => agentOwning(plan.rules, p);
+    for (const l of readExitLines(created, failed, plan.home, unreported, owner)) {
       console.error(l);
     }
   }

@@ -56,6 +56,7 @@ export class Context {
       container: cfg.container !== undefined,
       project: cfg.container ? undefined : cfg.project, // the exit check's project (moved_in.ts)
       readProtected: cfg.readProtected,
+      inPlace: cfg.inPlace,
       mediate: cfg.mediate,
       look: {
         exists: (p) => fs.view.exists(p),

@@ -170,6 +170,8 @@ export interface DecideContext extends WriteContext {
   project?: string;
   /** Read-protected paths (lib/policy/secrets.ts): a rename or link may not carry one to another name. */
   readProtected?: { protect: readonly string[]; readable: readonly string[] };
+  /** An agent's files kept in place: a rename over one fails with EXDEV (lib/sandbox/agent_start_files.ts). */
+  inPlace?: readonly string[];
   mediate: { exec: boolean; connect: boolean };
   look: {
     /** Something is at `path` (in the caller's view: a container's root). */
@@ -337,7 +339,7 @@ export function decideAnswered(
 
 /**
  * Performed here, unless it is a rename into the project from outside it (moved_in.ts): EXDEV, as Landlock
- * answers a continued one that moves a directory.
+ * answers a continued one that moves a directory; or a rename over an agent's file kept in place: EXDEV too.
  */
 function performOrRefuse(
   ctx: DecideContext,
@@ -347,6 +349,9 @@ function performOrRefuse(
   by: string,
 ): Decision {
   if (movesIntoProject(kind, atFlags, ends, ctx.project)) return { answer: "fail", errno: Errno.EXDEV };
+  if (kind === "rename" && ends.length === 2 && ctx.inPlace?.includes(ends[1].path)) {
+    return { answer: "fail", errno: Errno.EXDEV }; // the agent writes it in place, and can read it back
+  }
   return { answer: "perform", by };
 }
 

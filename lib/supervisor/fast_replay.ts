@@ -49,6 +49,8 @@ export interface RecordedContext {
   readProtected?: { protect: string[]; readable: string[] };
   /** The project: nothing is renamed into it from outside (moved_in.ts). */
   project?: string;
+  /** An agent's files kept in place (lib/sandbox/agent_start_files.ts). */
+  inPlace?: string[];
 }
 
 /** Appends the context to $HALLPASS_FASTPATH_RECORD, when set (a test's switch; nothing otherwise). */
@@ -68,6 +70,7 @@ export function recordContext(c: RecordedContext): void {
     allowPrivilegedFiles: c.allowPrivilegedFiles,
     readProtected: c.readProtected,
     project: c.project,
+    inPlace: c.inPlace,
   };
   try {
     const f = Deno.openSync(file, { append: true, create: true, mode: 0o600 });
@@ -110,6 +113,7 @@ function decider(c: RecordedContext): DecideContext {
     container: false, // the fast path never runs in a container (context.ts fastRoots)
     readProtected: c.readProtected,
     project: c.project,
+    inPlace: c.inPlace,
     mediate: c.mediate,
     look: REPLAY_LOOK,
   };

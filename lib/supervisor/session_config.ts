@@ -55,6 +55,8 @@ export interface SessionConfig {
    * performed rename or link must not carry a protected file to where it can be read.
    */
   readProtected?: { protect: string[]; readable: string[] };
+  /** An agent's files kept in place: a rename over one is refused with EXDEV (lib/sandbox/agent_start_files.ts). */
+  inPlace?: string[];
   /** The fast path library (lib/sandbox/run.ts fastPathLibrary), or null: the mediator answers everything. */
   fastPath?: string | null;
   /**
