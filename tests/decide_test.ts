@@ -620,3 +620,20 @@ Deno.test("decide(write): nothing is renamed into the project from outside it wh
   assert.equal(answered(["/q/y", "/out/src"], 2), "fail 18");
   assert.equal(answered(["/q/a", "/q/b"]), "continue");
 });
+
+Deno.test("decide(write): a rename over an agent's file kept in place fails with EXDEV (written in place then)", () => {
+  const withIt = {
+    ...dctx({ inPlace: ["/home/me/.a.json"] }),
+    ...ctx([...RULES_Q, ...rules("allow write /home/me/.a.json*")]),
+  };
+  const without = { ...dctx(), ...ctx([...RULES_Q, ...rules("allow write /home/me/.a.json*")]) };
+  const save = wreq("renameat2", ["/home/me/.a.json.tmp.1", "/home/me/.a.json"]);
+  assert.equal(show(decide(save, withIt)), "fail 18");
+  assert.equal(show(decide(save, without)), "perform (rule)");
+  // only a rename onto it: away from it, and its temporary files, as before
+  assert.equal(
+    show(decide(wreq("renameat2", ["/home/me/.a.json", "/home/me/.a.json.bak"]), withIt)),
+    "perform (rule)",
+  );
+  assert.equal(show(decide(wreq("openat", ["/home/me/.a.json"]), withIt)), "perform (rule)");
+});

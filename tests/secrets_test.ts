@@ -221,6 +221,11 @@ Deno.test("the read floor: holes at the protections, the project readable, new f
   assert.deepEqual(newInCarved(floor, replaced), ["/home/me/.bashrc", "/home/me/.newrc"]);
   assert.equal(readExitLines(["/home/me/.newrc"], false, HOME)[1], "  ~/.newrc");
   assert.equal(readExitLines([], false, HOME).length, 0);
+  // an agent's own file says what to do
+  assert.equal(
+    readExitLines(["/home/me/.claude.json"], false, HOME, null, () => "claude")[1],
+    "  ~/.claude.json (claude's own file: readable from its next start; if claude failed on it, run it again)",
+  );
   assert.equal(readExitLines([], true, HOME).length, 1);
 });
 

@@ -266,6 +266,13 @@ export function formatRecipes(opts: RecipeContext): string[] {
       lines.push(`    ${rule.effect} ${rule.op} ${quoteTarget(rule.target)}`);
       lines.push(`        ${why}`);
     }
+    for (const f of r.startFiles ?? []) {
+      const path = f.path.replace(/^~(?=\/|$)/, opts.home);
+      lines.push(
+        `    made at start when missing: ${quoteTarget(path)} (${f.content.trim()}); renamed over: EXDEV`,
+      );
+      lines.push(`        ${f.why}`);
+    }
   }
   lines.push(
     "--agent NAME adds these rules; the same lines in ~/.config/hallpass/rules work too (docs/agents.md).",
