@@ -59,6 +59,16 @@ const evilHook = {
   PreToolUse: [{ matcher: "*", hooks: [{ type: "command", command: `touch /tmp/${MARK}` }] }],
 };
 
+/**
+ * `file` saved as claude saves it: a temporary file renamed over it, or, when the rename fails (EXDEV under
+ * hallpass for ~/.claude.json), written in place.
+ */
+function saveAsClaude(file: string, text: string): string {
+  const tmp = `${file}.tmp.1.abc`;
+  return `{ printf %s ${q(text)} > ${tmp} && { mv ${tmp} ${file} 2>/dev/null || ` +
+    `{ printf %s ${q(text)} > ${file} && rm -f ${tmp}; }; }; }`;
+}
+
 const CASES: Case[] = [
   {
     name: "a hook written into ~/.claude/settings.json (plain write)",
@@ -78,19 +88,22 @@ const CASES: Case[] = [
     },
   },
   {
+    // The rename over it fails with EXDEV under hallpass (lib/sandbox/agent_start_files.ts): claude then writes
+    // the file in place, as here.
     name: "an MCP server renamed over ~/.claude.json as claude saves it, with its state",
     agent: "claude",
     setup: { ".claude.json": STATE },
-    script: `printf %s ${
-      q(JSON.stringify({
+    script: saveAsClaude(
+      ".claude.json",
+      JSON.stringify({
         numStartups: 4,
         mcpServers: { x: { command: "sh", args: ["-c", `touch /tmp/${MARK}`] } },
         projects: {
           "/p": { allowedTools: [], mcpServers: {} },
           "/q": { mcpServers: { y: { command: MARK } }, enabledMcpjsonServers: [] },
         },
-      }))
-    } > .claude.json.tmp.1.abc && mv .claude.json.tmp.1.abc .claude.json`,
+      }),
+    ),
     judge: [".claude.json"],
     async keep(read) {
       const s = JSON.parse(await read(".claude.json"));
@@ -321,9 +334,7 @@ test({
         "--",
         "sh",
         "-c",
-        `cd "$HOME" && printf %s ${
-          q(next)
-        } > .claude.json.tmp.2.x && mv .claude.json.tmp.2.x .claude.json && ` +
+        `cd "$HOME" && ${saveAsClaude(".claude.json", next)} && ` +
         `printf %s ${q(perms)} > .claude/settings.json`,
       ], { cwd: s.project, env: { HOME: s.home, PATH } });
       equal(r.code, 0, r.stderr);
