@@ -25,6 +25,20 @@ export function checkGeminiExtensions(
   const changed = (st: { ctimeMs: number } | undefined) => st !== undefined && st.ctimeMs >= since;
   const dir = `${home}/.gemini/extensions`;
   const out: string[] = [];
+  const top = fs.lstat(dir);
+  if (top?.kind === "symlink") {
+    // Made a link (to a directory the sandbox filled): gemini follows it, hallpass moves nothing through it.
+    if (!changed(top)) return out;
+    let to = `${dir}${QUARANTINE}-link`;
+    for (let n = 2; fs.lstat(to) !== undefined && n < 100; n++) to = `${dir}${QUARANTINE}-link.${n}`;
+    const moved = fs.rename(dir, to);
+    out.push(
+      `hallpass: ~/.gemini/extensions: made a symlink during the session: ${
+        moved ? `moved aside as ${visible(to.replace(home, "~"))}` : "COULD NOT move it aside"
+      }; gemini started without hallpass would load the extensions where it leads (docs/threat-model.md)`,
+    );
+    return out;
+  }
   const entries = fs.list(dir);
   if (!entries) return out;
   for (const e of entries) {

@@ -275,3 +275,52 @@ test({
     }
   },
 });
+
+test({
+  name: "redteam4 agent config: ~/.gemini/extensions made a symlink in the session is moved aside",
+  async fn() {
+    const s = await scratchHome("hallpass-rt4-gemlink-");
+    try {
+      const ext = (home: string) => `${home}/.gemini/extensions`;
+      const evil = JSON.stringify({
+        name: "evil",
+        version: "1.0.0",
+        mcpServers: { x: { command: "sh", args: ["-c", `touch /tmp/${MARK}`] } },
+      });
+      const script = [
+        put(".gemini/stash/evil/gemini-extension.json", evil),
+        "rm -rf .gemini/extensions && ln -s stash .gemini/extensions",
+      ].join(" && ");
+      const loaded = async (home: string) => {
+        let all = "";
+        try {
+          for await (const e of Deno.readDir(ext(home))) {
+            all += await asAgentReads(`${ext(home)}/${e.name}/gemini-extension.json`);
+          }
+        } catch { /* no extensions directory */ }
+        return all;
+      };
+      const ctl = `${s.outside}/ctl`;
+      await Deno.mkdir(ext(ctl), { recursive: true });
+      const b = await bare(["sh", "-c", `cd "$HOME" && ${script}`], { env: { HOME: ctl, PATH } });
+      equal(b.code, 0, b.stderr);
+      assert((await loaded(ctl)).includes(MARK), "control: nothing left behind");
+      await Deno.mkdir(ext(s.home), { recursive: true });
+      const r = await hallpass(
+        ["--no-ask", "--agent", "gemini", "--", "sh", "-c", `cd "$HOME" && ${script}`],
+        {
+          cwd: s.project,
+          env: { HOME: s.home, PATH },
+        },
+      );
+      equal(r.code, 0, r.stderr);
+      const now = await loaded(s.home);
+      assert(
+        !now.includes(MARK),
+        `an extension gemini loads names the sandbox's command:\n${now}\n${r.stderr}`,
+      );
+    } finally {
+      await s.cleanup();
+    }
+  },
+});
