@@ -68,7 +68,7 @@ export interface FastRoots {
  * `notif`; its socket (takeConnecting()) is to be waited on, and the call answered when it completes.
  */
 /** hp_fast_ctl's operations (helper/fastpath/fastpath.c HP_CTL_*). */
-const CTL = { SET: 0, NET: 1, STATS: 2, TAKE_CONNECTING: 3, FREE: 4 } as const;
+const CTL = { SET: 0, NET: 1, STATS: 2, TAKE_CONNECTING: 3, FREE: 4, WATCH: 5 } as const;
 const NO_BUFFER = new Uint8Array(8);
 
 export const SERVE = { WAKE: 0, NOTIFICATION: 1, HANGUP: 2, TIMEOUT: 3, CONNECTING: 4 } as const;
@@ -78,6 +78,7 @@ export class FastPath {
   readonly #h: Deno.PointerObject;
   readonly #stats = new BigUint64Array(16);
   #roots = "";
+  #watched: Uint8Array | null = null;
   #active = false;
   readonly #waits: boolean;
   readonly #onPool: boolean;
@@ -197,7 +198,19 @@ export class FastPath {
     };
   }
 
+  /**
+   * Marks each notification the fast path handles in the Worker's `state` (a SharedArrayBuffer's first 24
+   * bytes: lib/supervisor/worker.ts), as the mediator's are, so the watchdog (lib/supervisor/host.ts) sees one
+   * that holds the thread.
+   */
+  watch(state: SharedArrayBuffer): void {
+    if (state.byteLength < 24) return;
+    this.#watched = new Uint8Array(state, 0, 24); // kept: the library holds its address
+    this.#lib.symbols.hp_fast_ctl(this.#h, CTL.WATCH, this.#watched, 24);
+  }
+
   close(): void {
+    this.#lib.symbols.hp_fast_ctl(this.#h, CTL.WATCH, NO_BUFFER, 0);
     this.#lib.symbols.hp_fast_ctl(this.#h, CTL.FREE, NO_BUFFER, 0);
     this.#lib.close();
   }

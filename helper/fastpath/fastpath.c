@@ -120,6 +120,9 @@ struct hp_fast {
 	struct roots files; /* floor entries that are single files (/dev/null...): opens of them continued */
 	struct roots perform; /* trees whose writes (outside the floor) are performed here: see perform_ok() */
 	struct roots project; /* the project: no rename into it from outside is performed here (perform_write) */
+	/* The Worker's state shared with the watchdog (lib/supervisor/worker.ts state): [1] busy, [3] handled,
+	 * bytes 16..24 the id being handled; set by HP_CTL_WATCH, else NULL. */
+	int32_t *watch;
 	struct except except; /* where in those trees the mediator decides (complete, or `bad`: none performed) */
 	struct {
 		char path[DIR_PATH_MAX]; /* longer directories are checked every time */
@@ -1544,8 +1547,11 @@ int hp_fast_take_connecting(void *p) {
  *     before the perform roots (a region is never without its exceptions). 0; -EINVAL: every list is emptied.
  *   HP_CTL_NET: hp_fast_set_net(len). HP_CTL_STATS: hp_fast_stats into `buf`. HP_CTL_TAKE_CONNECTING:
  *   hp_fast_take_connecting. HP_CTL_FREE: hp_fast_free.
+ *   HP_CTL_WATCH: `buf` (24 bytes, shared memory that outlives the handle) is the Worker's state the watchdog
+ *     reads (lib/supervisor/host.ts): each notification the fast path handles is marked there as the
+ *     mediator's are, so one that holds it (a userfaultfd under the path it reads) is failed and interrupted.
  */
-enum { HP_CTL_SET = 0, HP_CTL_NET = 1, HP_CTL_STATS = 2, HP_CTL_TAKE_CONNECTING = 3, HP_CTL_FREE = 4 };
+enum { HP_CTL_SET = 0, HP_CTL_NET = 1, HP_CTL_STATS = 2, HP_CTL_TAKE_CONNECTING = 3, HP_CTL_FREE = 4, HP_CTL_WATCH = 5 };
 
 int hp_fast_ctl(void *p, int op, void *buf, int len) {
 	switch (op) {
@@ -1578,6 +1584,9 @@ int hp_fast_ctl(void *p, int op, void *buf, int len) {
 		return hp_fast_take_connecting(p);
 	case HP_CTL_FREE:
 		hp_fast_free(p);
+		return 0;
+	case HP_CTL_WATCH:
+		((struct hp_fast *)p)->watch = len >= 24 ? buf : NULL;
 		return 0;
 	}
 	return -EINVAL;
@@ -1858,9 +1867,22 @@ static int keeps_lowered(int nr) {
 
 static int serve(struct hp_fast *h, int listener, int wakefd, void *out, int out_size, int timeout_ms);
 
+/* The watchdog's view (HP_CTL_WATCH): a notification is being handled (its id), or none. */
+static void watch_busy(struct hp_fast *h, uint64_t id) {
+	if (!h->watch) return;
+	__atomic_store_n((uint64_t *)(void *)((char *)h->watch + 16), id, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&h->watch[3], 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&h->watch[1], 1, __ATOMIC_SEQ_CST);
+}
+
+static void watch_idle(struct hp_fast *h) {
+	if (h->watch) __atomic_store_n(&h->watch[1], 0, __ATOMIC_SEQ_CST);
+}
+
 int hp_fast_serve(void *p, int listener, int wakefd, void *out, int out_size, int timeout_ms) {
 	struct hp_fast *h = p;
 	int r = serve(h, listener, wakefd, out, out_size, timeout_ms);
+	watch_idle(h);
 	caps_give_back(h); /* the thread is Deno's again */
 	return r;
 }
@@ -1870,6 +1892,7 @@ static int serve(struct hp_fast *h, int listener, int wakefd, void *out, int out
 	struct pollfd fds[2] = {{.fd = listener, .events = POLLIN}, {.fd = wakefd, .events = POLLIN}};
 	h->creds_gen++; /* since the last call, the mediator may have seen credentials change */
 	for (;;) {
+		watch_idle(h);
 		if (wakefd < 0) {
 			/* Nothing can wake us but a notification: wait in RECV itself (one system call less). */
 			fds[0].revents = POLLIN;
@@ -1897,6 +1920,7 @@ static int serve(struct hp_fast *h, int listener, int wakefd, void *out, int out
 				return -errno;
 			}
 			struct seccomp_notif *n = out;
+			watch_busy(h, n->id);
 			if (h->kept_lowered && (n->data.arch != NATIVE_ARCH || !keeps_lowered((int)n->data.nr))) caps_give_back(h);
 			h->rec_n = 0;
 			h->cur_id = n->id;

@@ -116,6 +116,7 @@ async function main(t: WorkerThread): Promise<void> {
   const fast = cfg.fastPath && !cfg.container && Deno.env.get("HALLPASS_FAST_PATH") !== "0"
     ? FastPath.open(cfg.fastPath, true)
     : null;
+  if (fast && t.handlingId) fast.watch(cfg.posted); // the watchdog sees what the fast path handles too
   let rootsVersion = -1;
   const notifBuf = new Uint8Array(128);
   t.post({ t: "ready" });

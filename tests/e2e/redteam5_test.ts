@@ -8,8 +8,8 @@
  *   project added `allow write` lines that the next session, in any other project, obeyed.
  */
 import { deepStrictEqual as assertEquals } from "node:assert/strict";
-import { bare, exists, hallpass, scratch } from "./harness.ts";
-import { test, tool } from "../helpers/skip.ts";
+import { bare, compileHelper, exists, hallpass, scratch } from "./harness.ts";
+import { probeAsync, test, tool } from "../helpers/skip.ts";
 import { engineRunner, ENGINES } from "./engine.ts";
 
 // --- hallpass's saved rules through a symlink into the project ------------------------------------------------
@@ -211,3 +211,43 @@ test({
     }
   },
 });
+
+// --- a userfaultfd from /dev/userfaultfd holding the supervisor's read of a path --------------------------------
+
+const uffdNeed = probeAsync("/dev/userfaultfd", async () => {
+  if (!(await exists("/dev/userfaultfd"))) return "no /dev/userfaultfd on this kernel";
+  const r = await bare([await compileHelper("uffd_stall")]);
+  return r.stdout.trim() === "uffd=OK"
+    ? undefined
+    : `no userfaultfd through /dev/userfaultfd here: ${r.stdout.trim()}`;
+});
+
+for (const [name, fast] of ENGINES) {
+  const hp = engineRunner(fast, "userfaultfd stall");
+  test({
+    name: `a userfaultfd holding the path the supervisor reads fails that call, not the session (${name})`,
+    ignore: await uffdNeed,
+    fn: async () => {
+      const s = await scratch();
+      try {
+        const u = await compileHelper("uffd_stall");
+        const script = `'${u}' stall > s.log & until grep -q stalling s.log; do sleep 0.05; done; ` +
+          `touch newtop; echo "touch=$?"; wait; cat s.log`;
+        const t0 = performance.now();
+        const r = await hp(["--no-ask", "-q", "--allow-exec", u, "--", "sh", "-c", script], {
+          cwd: s.project,
+          timeoutMs: 120_000,
+        });
+        const secs = (performance.now() - t0) / 1000;
+        // The stalled mkdir is failed by the watchdog (5 s) and the session goes on; without it the mkdir
+        // would wait for its alarm (50 s) and print nothing.
+        assertEquals(r.stdout.includes("touch=0"), true, `${r.stdout}${r.stderr}`);
+        assertEquals(/mkdir=-1 errno=13/.test(r.stdout), true, `${r.stdout}${r.stderr}`);
+        assertEquals(await exists(`${s.project}/newtop`), true);
+        assertEquals(secs < 45, true, `took ${secs} s`);
+      } finally {
+        await s.cleanup();
+      }
+    },
+  });
+}
