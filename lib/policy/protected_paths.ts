@@ -125,6 +125,8 @@ export interface FindOptions {
   home: string;
   /** $XDG_CONFIG_HOME when absolute. */
   xdgConfig?: string;
+  /** $GIT_CONFIG_GLOBAL and $GIT_CONFIG_SYSTEM when absolute: git reads them instead of its usual files. */
+  gitConfigEnv?: string[];
   /** `--rules` files (absolute): protected when they lie where the sandbox may write. */
   rulesFiles?: string[];
   /** The `--log` file (absolute): the sandbox must not rewrite the record of what it did. */
@@ -241,7 +243,9 @@ export function findProtectedPaths(o: FindOptions, fs: ProtectFs): ProtectedPath
   }
   // core.hooksPath from the person's own configuration, relative to the project's top.
   const xdg = o.xdgConfig ?? `${o.home}/.config`;
-  for (const f of [`${o.home}/.gitconfig`, `${xdg}/git/config`, "/etc/gitconfig"]) {
+  for (
+    const f of [`${o.home}/.gitconfig`, `${xdg}/git/config`, ...(o.gitConfigEnv ?? []), "/etc/gitconfig"]
+  ) {
     const v = gitConfigValue(fs.read(f) ?? "", "core", "hooksPath");
     if (v) hookPaths.add(resolveFrom(gitDirs[0]?.worktree ?? project, v, o.home));
     // The person's own git configuration runs commands in every repository (a project that is $HOME holds it),

@@ -284,6 +284,10 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
     project,
     home,
     xdgConfig: xdgConfig && xdgConfig.startsWith("/") ? xdgConfig : undefined,
+    // git's own config moved elsewhere (`GIT_CONFIG_GLOBAL=~/dot/gitconfig`: red team, a dotfiles project)
+    gitConfigEnv: ["GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM"].map((k) => env(k) ?? "").filter((v) =>
+      v.startsWith("/")
+    ),
     rulesFiles: o.rulesFiles.map((f) => f.startsWith("/") ? f : `${cwd}/${f}`),
     logFile: o.logPath ? (o.logPath.startsWith("/") ? o.logPath : `${cwd}/${o.logPath}`) : undefined,
     askProgramFiles: o.askProgram ? askProgramFiles(o.askProgram, pathEnv, cwd) : [],

@@ -251,3 +251,54 @@ for (const [name, fast] of ENGINES) {
     },
   });
 }
+
+// --- git's global config moved by GIT_CONFIG_GLOBAL into a dotfiles project ------------------------------------
+
+/** A home whose git config is `~/dot/gitconfig` through GIT_CONFIG_GLOBAL, the project `~/dot`, a repo `~/repo`. */
+async function gitGlobalHome(base: string): Promise<{ home: string; env: Record<string, string> }> {
+  const home = `${base}/home`;
+  await Deno.mkdir(`${home}/dot`, { recursive: true });
+  await Deno.mkdir(`${home}/repo`);
+  await Deno.writeTextFile(`${home}/dot/gitconfig`, "[user]\n\tname = t\n\temail = t@example.com\n");
+  const env = {
+    HOME: home,
+    XDG_CONFIG_HOME: `${home}/.config`,
+    GIT_CONFIG_GLOBAL: `${home}/dot/gitconfig`,
+    GIT_CONFIG_NOSYSTEM: "1",
+  };
+  const init = await bare(["git", "-C", `${home}/repo`, "init", "-q"], { env });
+  assertEquals(init.code, 0, init.stderr);
+  return { home, env };
+}
+
+const FSMONITOR = (mark: string) =>
+  `printf '[core]\\n\\tfsmonitor = "touch ${mark}; false"\\n' >> gitconfig; echo "write=$?"`;
+
+for (const [name, fast] of ENGINES) {
+  const hp = engineRunner(fast, "GIT_CONFIG_GLOBAL");
+  test({
+    name:
+      `the git config GIT_CONFIG_GLOBAL names, in the project, is protected (git outside runs nothing) (${name})`,
+    ignore: tool("git"),
+    fn: async () => {
+      const s = await scratch();
+      try {
+        const c = await gitGlobalHome(`${s.outside}/c`);
+        await bare(["sh", "-c", FSMONITOR(`${s.outside}/c/ran`)], { cwd: `${c.home}/dot`, env: c.env });
+        await bare(["git", "-C", `${c.home}/repo`, "status"], { env: c.env });
+        assertEquals(await exists(`${s.outside}/c/ran`), true, "control: git did not run the fsmonitor");
+
+        const h = await gitGlobalHome(s.outside);
+        const r = await hp(["--no-ask", "-q", "--", "sh", "-c", FSMONITOR(`${s.outside}/ran`)], {
+          cwd: `${h.home}/dot`,
+          env: h.env,
+        });
+        assertEquals(r.stdout.trim() === "write=0", false, `the config was written: ${r.stdout}${r.stderr}`);
+        await bare(["git", "-C", `${h.home}/repo`, "status"], { env: h.env });
+        assertEquals(await exists(`${s.outside}/ran`), false, "git outside ran what the sandbox wrote");
+      } finally {
+        await s.cleanup();
+      }
+    },
+  });
+}
