@@ -1,12 +1,14 @@
 /**
  * Files that run outside the sandbox without the person asking for them: a shell's startup files, what a
- * desktop or `systemd --user` starts at login, what an ssh login runs, and less's key files (a pager runs
- * their LESSOPEN) (docs/threat-model.md, "What is left
- * behind to run outside"). Protected paths (lib/policy/protected_paths.ts): they matter where the sandbox may
- * write them — a project that is `$HOME`, a dotfiles project they link into, a wide allow rule.
+ * desktop or `systemd --user` starts at login, what an ssh login runs, less's key files (a pager runs their
+ * LESSOPEN), and the configuration editors, tmux and package managers run commands from at every start
+ * (docs/threat-model.md, "What is left behind to run outside"). Protected paths
+ * (lib/policy/protected_paths.ts): they matter where the sandbox may write them — a project that is `$HOME`, a
+ * dotfiles project they link into, a wide allow rule.
  */
 
-export const STARTUP_REASON = "runs outside the sandbox when you next open a shell, log in or page a file";
+export const STARTUP_REASON =
+  "runs commands outside the sandbox the next time you log in or start the program that reads it";
 
 /** The files and trees, as named from `home` (and `$XDG_CONFIG_HOME`, `config`); made canonical by the caller. */
 export function startupFiles(home: string, config: string): { kind: "exact" | "tree"; path: string }[] {
@@ -37,6 +39,16 @@ export function startupFiles(home: string, config: string): { kind: "exact" | "t
     // less's key files: `#env LESSOPEN=|cmd %s` runs cmd at every less (git log, man)
     ".lesskey",
     ".less",
+    // editors, tmux and package managers read these at every start, in every project: vim's `:!`/`system()`,
+    // tmux's `run-shell`, npm's `script-shell`, yarn's `yarnPath`, cargo's `build.rustc-wrapper`
+    ".vimrc",
+    ".exrc",
+    ".tmux.conf",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".cargo/config",
+    ".cargo/config.toml",
     // ssh: who may log in and what runs at a login; the client's config names commands (ProxyCommand)
     ".ssh/authorized_keys",
     ".ssh/authorized_keys2",
@@ -49,7 +61,9 @@ export function startupFiles(home: string, config: string): { kind: "exact" | "t
     { kind: "exact", path: `${config}/fish/config.fish` },
     { kind: "exact", path: `${config}/lesskey` },
     // fish's snippets, desktop autostart entries, systemd user units and their environment
-    ...["fish/conf.d", "autostart", "systemd/user", "environment.d"].map((d) => ({
+    { kind: "exact", path: `${config}/tmux/tmux.conf` },
+    { kind: "tree", path: `${home}/.vim` },
+    ...["fish/conf.d", "autostart", "systemd/user", "environment.d", "nvim"].map((d) => ({
       kind: "tree" as const,
       path: `${config}/${d}`,
     })),

@@ -302,3 +302,56 @@ for (const [name, fast] of ENGINES) {
     },
   });
 }
+
+// --- editor and package-manager configuration in a project that is $HOME ------------------------------------
+
+/** ~/.vimrc running a command at vim's start; ~/.npmrc's script-shell running for `npm run`. */
+const TOOLRC = (mark: string) =>
+  `echo "call system('touch ${mark}.vim')" >> .vimrc; echo "vim=$?"; ` +
+  `printf '#!/bin/sh\\ntouch ${mark}.npm\\n' > evil.sh; chmod 755 evil.sh; ` +
+  `echo "script-shell=$PWD/evil.sh" >> .npmrc; echo "npm=$?"`;
+
+test({
+  name: "vim's and npm's configuration in a project that is $HOME ask; vim and npm outside run nothing of it",
+  ignore: [tool("vim"), tool("npm")].find((n) => n !== undefined),
+  fn: async () => {
+    const s = await scratch();
+    try {
+      const tools = async (home: string) => {
+        const env = { HOME: home, XDG_CONFIG_HOME: `${home}/.config` };
+        await bare(["vim", "-X", "-c", "qa!"], { cwd: home, env }); // not a terminal: waits 2 s, then runs
+        await Deno.mkdir(`${home}/pkg`, { recursive: true });
+        await Deno.writeTextFile(
+          `${home}/pkg/package.json`,
+          '{"name":"p","version":"1.0.0","scripts":{"x":"true"}}',
+        );
+        await bare(["npm", "run", "--silent", "x"], { cwd: `${home}/pkg`, env });
+      };
+      const c = `${s.outside}/c`;
+      await Deno.mkdir(c);
+      await bare(["sh", "-c", TOOLRC(`${c}.ran`)], { cwd: c });
+      await tools(c);
+      assertEquals(
+        [await exists(`${c}.ran.vim`), await exists(`${c}.ran.npm`)],
+        [true, true],
+        "control: vim or npm did not run the configuration's command",
+      );
+
+      const h = `${s.outside}/h`;
+      await Deno.mkdir(h);
+      const r = await hallpass(["--no-ask", "-q", "--project", h, "--", "sh", "-c", TOOLRC(`${h}.ran`)], {
+        cwd: h,
+        env: { HOME: h, XDG_CONFIG_HOME: `${h}/.config` },
+      });
+      assertEquals(
+        /vim=0|npm=0/.test(r.stdout),
+        false,
+        `a configuration was written: ${r.stdout}${r.stderr}`,
+      );
+      await tools(h);
+      assertEquals([await exists(`${h}.ran.vim`), await exists(`${h}.ran.npm`)], [false, false]);
+    } finally {
+      await s.cleanup();
+    }
+  },
+});
