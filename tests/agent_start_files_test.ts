@@ -11,6 +11,11 @@ Deno.test("start files: claude's ~/.claude.json as {}, none for the other recipe
     path: "/home/me/.claude.json",
     content: "{}\n",
   }]);
+  // CLAUDE_CONFIG_DIR set: claude keeps its file there, and nothing is made in $HOME
+  assert.deepEqual(
+    agentStartFiles("claude", "/home/me", (k) => k === "CLAUDE_CONFIG_DIR" ? "/x" : undefined),
+    [],
+  );
   for (const a of ["codex", "gemini", "copilot", "nosuch"]) {
     assert.deepEqual(agentStartFiles(a, "/home/me"), []);
   }

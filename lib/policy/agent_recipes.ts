@@ -68,7 +68,7 @@ export interface Recipe {
    * with its binary), and a rename over one is refused with EXDEV so that the agent writes it in place
    * (lib/sandbox/agent_start_files.ts).
    */
-  startFiles?: { path: string; content: string; why: string }[];
+  startFiles?: { path: string; content: string; why: string; unlessEnv?: string }[];
 }
 
 const w = (scope: string, why: string): RecipeRule => ({ scope, why });
@@ -99,6 +99,7 @@ export const RECIPES: Recipe[] = [
       // claude 2.1.332 takes `{}` for a fresh state without a word (an empty file: "was empty ... starting with
       // defaults"), and writes it in place when the rename of its atomic save fails with EXDEV.
       content: "{}\n",
+      unlessEnv: "CLAUDE_CONFIG_DIR", // then it keeps the file there instead
       why: "its state file, made at the first start: made beforehand so the sandbox can read it back",
     }],
   },
@@ -244,9 +245,16 @@ export function recipeRules(name: string, opts: RecipeContext): { rule: Rule; wh
 }
 
 /** The files recipe `name` makes at its first start directly in `$HOME` (`startFiles`), expanded. */
-export function agentStartFiles(name: string, home: string): { path: string; content: string }[] {
+export function agentStartFiles(
+  name: string,
+  home: string,
+  env: (k: string) => string | undefined = () => undefined,
+): { path: string; content: string }[] {
   const r = RECIPES.find((x) => x.name === name);
-  return (r?.startFiles ?? []).map((f) => ({ path: f.path.replace(/^~(?=\/|$)/, home), content: f.content }));
+  return (r?.startFiles ?? []).filter((f) => !(f.unlessEnv && env(f.unlessEnv))).map((f) => ({
+    path: f.path.replace(/^~(?=\/|$)/, home),
+    content: f.content,
+  }));
 }
 
 export function agentRules(name: string, opts: RecipeContext): Rule[] {

@@ -349,7 +349,7 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
     userRulesFile,
     reads: protection,
     groups,
-    agentFiles: o.agents.flatMap((name) => agentStartFiles(name, home)),
+    agentFiles: o.agents.flatMap((name) => agentStartFiles(name, home, env)),
   };
 }
 
