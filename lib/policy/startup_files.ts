@@ -49,6 +49,9 @@ export function startupFiles(home: string, config: string): { kind: "exact" | "t
     ".yarnrc.yml",
     ".cargo/config",
     ".cargo/config.toml",
+    // gpg: the agent runs `pinentry-program` when a key is used (a signed commit); gpg runs `agent-program`
+    ".gnupg/gpg-agent.conf",
+    ".gnupg/gpg.conf",
     // ssh: who may log in and what runs at a login; the client's config names commands (ProxyCommand)
     ".ssh/authorized_keys",
     ".ssh/authorized_keys2",

@@ -355,3 +355,57 @@ test({
     }
   },
 });
+
+// --- gpg's configuration: the agent runs `pinentry-program` when a key is used --------------------------------
+
+const GPGCONF = (evil: string) => `echo "pinentry-program ${evil}" >> .gnupg/gpg-agent.conf; echo "agent=$?"`;
+
+test({
+  name:
+    "gpg-agent's configuration in a project that is $HOME asks; the agent outside runs nothing of the sandbox's",
+  ignore: [tool("gpg-connect-agent"), tool("gpgconf")].find((n) => n !== undefined),
+  fn: async () => {
+    const s = await scratch();
+    const homes: string[] = [];
+    try {
+      const home = async (name: string) => {
+        const h = `${s.outside}/${name}`;
+        await Deno.mkdir(`${h}/.gnupg`, { recursive: true, mode: 0o700 });
+        await Deno.chmod(`${h}/.gnupg`, 0o700);
+        await Deno.writeTextFile(
+          `${h}/evil.sh`,
+          `#!/bin/sh\ntouch ${h}.ran\necho OK\nwhile read l; do echo OK; done\n`,
+        );
+        await Deno.chmod(`${h}/evil.sh`, 0o755);
+        homes.push(h);
+        return h;
+      };
+      const env = (h: string) => ({ HOME: h, GNUPGHOME: `${h}/.gnupg` });
+      // What signing a commit does: the agent asks its pinentry for the passphrase.
+      const sign = (h: string) =>
+        bare(["gpg-connect-agent", "GET_PASSPHRASE --data k1 X P D", "/bye"], { env: env(h), cwd: h });
+
+      const c = await home("c");
+      await bare(["sh", "-c", GPGCONF(`${c}/evil.sh`)], { cwd: c });
+      await sign(c);
+      assertEquals(await exists(`${c}.ran`), true, "control: gpg-agent did not run the pinentry-program");
+
+      const h = await home("h");
+      const r = await hallpass(
+        ["--no-ask", "-q", "--project", h, "--", "sh", "-c", GPGCONF(`${h}/evil.sh`)],
+        {
+          cwd: h,
+          env: { HOME: h, XDG_CONFIG_HOME: `${h}/.config` },
+        },
+      );
+      assertEquals(r.stdout.includes("agent=0"), false, `gpg-agent.conf was written: ${r.stdout}${r.stderr}`);
+      await sign(h);
+      assertEquals(await exists(`${h}.ran`), false, "gpg-agent outside ran the sandbox's pinentry-program");
+    } finally {
+      for (const h of homes) {
+        await bare(["gpgconf", "--kill", "gpg-agent"], { env: { HOME: h, GNUPGHOME: `${h}/.gnupg` } });
+      }
+      await s.cleanup();
+    }
+  },
+});
