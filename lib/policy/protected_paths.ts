@@ -14,6 +14,7 @@
  */
 import {
   formatScope,
+  globDir,
   normalizePath,
   parentDir,
   parsePathScope,
@@ -24,7 +25,16 @@ import type { PathScope, Rule } from "../types.ts";
 import { exists, statIfThere } from "../util/exists.ts";
 import { lstatType, realpath } from "../../ffi/libc.ts";
 import { Errno } from "../../ffi/errors.ts";
-import { STARTUP_REASON, startupFiles } from "./startup_files.ts";
+import {
+  globName,
+  hasGlob,
+  shellSourcedPaths,
+  sourcingShellFiles,
+  sshIncludePaths,
+  STARTUP_REASON,
+  startupFiles,
+  startupFilesOfEnv,
+} from "./startup_files.ts";
 
 export interface ProtectedPath {
   scope: PathScope;
@@ -127,6 +137,9 @@ export interface FindOptions {
   xdgConfig?: string;
   /** $GIT_CONFIG_GLOBAL and $GIT_CONFIG_SYSTEM when absolute: git reads them instead of its usual files. */
   gitConfigEnv?: string[];
+  /** $ZDOTDIR and $GNUPGHOME when absolute: zsh's and gpg's startup files live there instead. */
+  zdotdir?: string;
+  gnupgHome?: string;
   /** `--rules` files (absolute): protected when they lie where the sandbox may write. */
   rulesFiles?: string[];
   /** The `--log` file (absolute): the sandbox must not rewrite the record of what it did. */
@@ -275,6 +288,8 @@ export function findProtectedPaths(o: FindOptions, fs: ProtectFs): ProtectedPath
     if (rd === undefined) realDirs.set(dir, rd = fs.real(dir));
     add(f.kind, fs.kind(f.path) === "symlink" ? fs.real(f.path) : rd + f.path.slice(k), STARTUP_REASON);
   }
+  for (const f of startupFilesOfEnv(o.home, o.zdotdir, o.gnupgHome)) add("exact", fs.real(f), STARTUP_REASON);
+  sourcedFiles(o, fs, (kind, path) => add(kind, path, STARTUP_REASON));
   add("tree", `${project}/.hallpass`, HALLPASS_REASON);
   for (const f of o.rulesFiles ?? []) add("exact", fs.real(f), RULES_FILE_REASON);
   if (o.logFile) {
@@ -298,6 +313,40 @@ export function findProtectedPaths(o: FindOptions, fs: ProtectFs): ProtectedPath
     if (fs.kind(real) === "file") add("exact", real, ASK_PROGRAM_REASON);
   }
   return out;
+}
+
+/**
+ * What the shell startup files and the ssh client config pull in by literal path, one level deep
+ * (`. "$HOME/dot/aliases"`, `Include ~/dot/ssh/*.conf`): a dotfiles project holds them, and the next shell or
+ * ssh outside runs them. Read only where the file is there (a regular file ≤ 1 MiB: {@link ProtectFs.read}).
+ * An `Include` glob protects what it matches now and the pattern in its (canonical) directory: a name made
+ * there later would be included too (a one-`*` pattern as a glob scope, any other as the whole directory).
+ */
+function sourcedFiles(o: FindOptions, fs: ProtectFs, add: (kind: PathScope["kind"], path: string) => void) {
+  const there = (f: string) => {
+    const k = fs.kind(f);
+    return k === "file" || k === "symlink";
+  };
+  for (const f of sourcingShellFiles(o.home, o.zdotdir)) {
+    if (!there(f)) continue;
+    for (const p of shellSourcedPaths(fs.read(f) ?? "", o.home)) add("exact", fs.real(p));
+  }
+  const ssh = `${o.home}/.ssh/config`;
+  if (!there(ssh)) return;
+  for (const p of sshIncludePaths(fs.read(ssh) ?? "", o.home)) {
+    const k = p.lastIndexOf("/");
+    const [dir, name] = [normalise(p.slice(0, k) || "/"), p.slice(k + 1)];
+    if (!hasGlob(name)) {
+      if (!hasGlob(dir)) add("exact", fs.real(`${dir}/${name}`));
+      continue;
+    }
+    if (hasGlob(dir) || !name) continue; // a glob in a directory part: not followed (docs/threat-model.md)
+    const rdir = fs.real(dir);
+    const re = globName(name);
+    for (const e of fs.list(rdir)) if (re.test(e)) add("exact", fs.real(`${rdir}/${e}`));
+    if (/^[^*?[]*\*[^*?[]*$/.test(name)) add("glob", `${rdir === "/" ? "" : rdir}/${name}`);
+    else add("tree", rdir);
+  }
 }
 
 function gitFiles(dir: string, add: (k: PathScope["kind"], p: string, r: string) => void): void {
@@ -414,7 +463,9 @@ function allowedOnPurpose(rule: Rule, p: ProtectedPath): boolean {
 export function holesOf(list: readonly ProtectedPath[], isDir: (p: string) => boolean): string[] {
   // An exact path that is an existing directory (the project's `.git`) is not a hole: its contents are
   // ordinary, and creating or renaming it happens in its parent, which the holes below it carve anyway.
-  return list.filter((p) => p.scope.kind === "tree" || !isDir(p.scope.path)).map((p) => p.scope.path);
+  return list.filter((p) => p.scope.kind !== "exact" || !isDir(p.scope.path)).map((p) =>
+    p.scope.kind === "glob" ? globDir(p.scope.path) : p.scope.path
+  );
 }
 
 /** One line per protected path, for `hallpass rules`. */

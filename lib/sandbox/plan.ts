@@ -288,6 +288,9 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
     gitConfigEnv: ["GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM"].map((k) => env(k) ?? "").filter((v) =>
       v.startsWith("/")
     ),
+    // zsh's and gpg's startup files moved (`ZDOTDIR=~/dot/zsh`)
+    zdotdir: absEnv(env("ZDOTDIR")),
+    gnupgHome: absEnv(env("GNUPGHOME")),
     rulesFiles: o.rulesFiles.map((f) => f.startsWith("/") ? f : `${cwd}/${f}`),
     logFile: o.logPath ? (o.logPath.startsWith("/") ? o.logPath : `${cwd}/${o.logPath}`) : undefined,
     askProgramFiles: o.askProgram ? askProgramFiles(o.askProgram, pathEnv, cwd) : [],
@@ -543,4 +546,9 @@ export function landlockPlan(
 
 function inProject(project: string, path: string): boolean {
   return project === "/" || path === project || path.startsWith(project + "/");
+}
+
+/** An environment variable's value when it is an absolute path, its trailing slashes cut. */
+function absEnv(v: string | undefined): string | undefined {
+  return v && v.startsWith("/") ? v.replace(/(?<=.)\/+$/, "") : undefined;
 }
