@@ -281,15 +281,18 @@ export function findProtectedPaths(o: FindOptions, fs: ProtectFs): ProtectedPath
   // Shell startup files and what runs at login: by their canonical names (`~/.bashrc -> dot/bashrc`).
   // (each directory made canonical once; a name there only when it is a symlink: most are not there)
   const realDirs = new Map<string, string>();
+  const kinds = new Map<string, ReturnType<ProtectFs["kind"]>>();
   for (const f of startupFiles(o.home, xdg)) {
     const k = f.path.lastIndexOf("/");
     const dir = f.path.slice(0, k);
     let rd = realDirs.get(dir);
     if (rd === undefined) realDirs.set(dir, rd = fs.real(dir));
-    add(f.kind, fs.kind(f.path) === "symlink" ? fs.real(f.path) : rd + f.path.slice(k), STARTUP_REASON);
+    const kind = fs.kind(f.path);
+    kinds.set(f.path, kind);
+    add(f.kind, kind === "symlink" ? fs.real(f.path) : rd + f.path.slice(k), STARTUP_REASON);
   }
   for (const f of startupFilesOfEnv(o.home, o.zdotdir, o.gnupgHome)) add("exact", fs.real(f), STARTUP_REASON);
-  sourcedFiles(o, fs, (kind, path) => add(kind, path, STARTUP_REASON));
+  sourcedFiles(o, fs, kinds, (kind, path) => add(kind, path, STARTUP_REASON));
   add("tree", `${project}/.hallpass`, HALLPASS_REASON);
   for (const f of o.rulesFiles ?? []) add("exact", fs.real(f), RULES_FILE_REASON);
   if (o.logFile) {
@@ -322,9 +325,14 @@ export function findProtectedPaths(o: FindOptions, fs: ProtectFs): ProtectedPath
  * An `Include` glob protects what it matches now and the pattern in its (canonical) directory: a name made
  * there later would be included too (a one-`*` pattern as a glob scope, any other as the whole directory).
  */
-function sourcedFiles(o: FindOptions, fs: ProtectFs, add: (kind: PathScope["kind"], path: string) => void) {
+function sourcedFiles(
+  o: FindOptions,
+  fs: ProtectFs,
+  kinds: Map<string, ReturnType<ProtectFs["kind"]>>,
+  add: (kind: PathScope["kind"], path: string) => void,
+) {
   const there = (f: string) => {
-    const k = fs.kind(f);
+    const k = kinds.has(f) ? kinds.get(f) : fs.kind(f);
     return k === "file" || k === "symlink";
   };
   for (const f of sourcingShellFiles(o.home, o.zdotdir)) {

@@ -96,6 +96,7 @@ export function startupFilesOfEnv(home: string, zdotdir?: string, gnupgHome?: st
   ];
 }
 
+const SOURCE_LINE = /(?:^|[\s;&|({])(?:source|\.)[ \t]/;
 const KEYWORDS = new Set(["then", "else", "do", "{", "!", "if", "while", "until", "builtin", "command"]);
 
 /**
@@ -105,7 +106,10 @@ const KEYWORDS = new Set(["then", "else", "do", "{", "!", "if", "while", "until"
  * substitution, a glob) or a relative one (the shell looks it up in `$PATH` and the working directory) is
  * skipped. Paths are absolute and lexically as written (the caller makes them canonical).
  */
-export function shellSourcedPaths(text: string, home: string): string[] {
+export function shellSourcedPaths(all: string, home: string): string[] {
+  // Only the lines that can hold such a command are read (a command ends at a line's end; a quote spanning
+  // lines is left unread, which only skips a path): a ~4 KB ~/.bashrc has a few.
+  const text = all.split("\n").filter((l) => SOURCE_LINE.test(l)).join("\n");
   const out: string[] = [];
   let words: ({ text: string; ok: boolean } | null)[] = [];
   let word: { text: string; ok: boolean } | null = null;
