@@ -6,7 +6,7 @@
  * resolved config, no network), each with a bare control.
  */
 import { deepStrictEqual as assertEquals } from "node:assert/strict";
-import { bare, exists, scratch } from "./harness.ts";
+import { bare, exists, hallpass, scratch } from "./harness.ts";
 import { test, tool } from "../helpers/skip.ts";
 import { engineRunner, ENGINES } from "./engine.ts";
 
@@ -110,3 +110,50 @@ for (const [name, fast] of ENGINES) {
     },
   });
 }
+
+/** zsh's files in `$ZDOTDIR` and gpg's in `$GNUPGHOME`, both in the dotfiles project. */
+async function envHome(base: string): Promise<string> {
+  const home = `${base}/home`;
+  for (const d of ["dot/zsh", "dot/gnupg"]) await Deno.mkdir(`${home}/${d}`, { recursive: true });
+  await Deno.writeTextFile(`${home}/dot/zsh/.zshrc`, "# mine\n");
+  return home;
+}
+
+const ENV_FILES = (mark: string) =>
+  `echo 'touch ${mark}' >> zsh/.zshrc; echo "zshrc=$?"; echo 'touch ${mark}' > zsh/.zshenv; echo "zshenv=$?"; ` +
+  `echo 'pinentry-program ${mark}' > gnupg/gpg-agent.conf; echo "agent=$?"`;
+
+test({
+  name: "zsh's files in $ZDOTDIR and gpg-agent.conf in $GNUPGHOME, in a dotfiles project, ask",
+  fn: async () => {
+    const s = await scratch();
+    try {
+      // Control: written bare, they hold the lines zsh and gpg-agent would run (neither is run here: the
+      // files' contents judge, as zsh may not be installed).
+      const c = await envHome(`${s.outside}/c`);
+      const cr = await bare(["sh", "-c", ENV_FILES("MARK")], { cwd: `${c}/dot` });
+      assertEquals(cr.stdout.trim().split("\n"), ["zshrc=0", "zshenv=0", "agent=0"]);
+
+      const h = await envHome(s.outside);
+      const r = await hallpass(["--no-ask", "-q", "--", "sh", "-c", ENV_FILES("MARK")], {
+        cwd: `${h}/dot`,
+        env: {
+          HOME: h,
+          XDG_CONFIG_HOME: `${h}/.config`,
+          ZDOTDIR: `${h}/dot/zsh`,
+          GNUPGHOME: `${h}/dot/gnupg/`,
+        },
+      });
+      for (const w of ["zshrc=0", "zshenv=0", "agent=0"]) {
+        assertEquals(r.stdout.includes(w), false, `${w}: ${r.stdout}${r.stderr}`);
+      }
+      assertEquals(await Deno.readTextFile(`${h}/dot/zsh/.zshrc`), "# mine\n");
+      assertEquals(
+        [await exists(`${h}/dot/zsh/.zshenv`), await exists(`${h}/dot/gnupg/gpg-agent.conf`)],
+        [false, false],
+      );
+    } finally {
+      await s.cleanup();
+    }
+  },
+});
