@@ -14,7 +14,7 @@
 import { dirEntries } from "../../ffi/dir_entries.ts";
 import { Errno } from "../../ffi/errors.ts";
 import { fs as fsops, openDirNoSymlinks } from "../../ffi/fsops.ts";
-import { AT_FDCWD, cstr, O } from "../../ffi/libc.ts";
+import { cstr } from "../../ffi/libc.ts";
 import {
   agentDirs,
   type ConfigFile,
@@ -24,6 +24,7 @@ import {
   type Verdict,
 } from "../policy/agent_config.ts";
 import { visible } from "../ui/sanitize.ts";
+import { readStable } from "../util/stable_read.ts";
 import { checkNestedRepos, realRepoFs } from "./nested_repos.ts";
 
 const ENOENT = Errno.ENOENT;
@@ -85,47 +86,18 @@ function isLink(p: string): boolean {
   }
 }
 
-/** A regular file's text as the agent reads it (following links), or undefined; "again" if it moved. */
-function readOnce(path: string): Read | undefined | "again" {
-  // Only a regular file is opened (to read): the sandbox may point a link there at a FIFO, or at a device whose
-  // open does something (a watchdog, a tape); what it is comes from an O_PATH fd, which opens nothing. Never
-  // blocks either: another session's sandbox may have put a FIFO there.
-  const pfd = fsops.openat(AT_FDCWD, cstr(path), O.PATH | O.CLOEXEC, 0);
-  if (pfd < 0) return undefined;
-  let fd = -1;
-  try {
-    // Not fsops.fileType: its library's table costs ~10 ms to open, and this runs before the command starts.
-    const before = Deno.statSync(`/proc/self/fd/${pfd}`);
-    if (!before.isFile || before.size > MAX) return undefined;
-    fd = fsops.openat(AT_FDCWD, cstr(`/proc/self/fd/${pfd}`), O.RDONLY | O.NONBLOCK | O.CLOEXEC, 0);
-    if (fd < 0) return undefined;
-    const text = Deno.readTextFileSync(`/proc/self/fd/${fd}`);
-    const after = Deno.statSync(`/proc/self/fd/${fd}`);
-    const named = Deno.statSync(path);
-    const same = (a: Deno.FileInfo, b: Deno.FileInfo) => a.dev === b.dev && a.ino === b.ino;
-    if (!same(before, after) || !same(before, named)) return "again";
-    return {
-      text,
-      dev: after.dev,
-      ino: after.ino ?? 0,
-      size: after.size,
-      mtimeMs: after.mtime?.getTime() ?? 0,
-      mode: (after.mode ?? 0o600) & 0o777,
-    };
-  } catch {
-    return undefined;
-  } finally {
-    if (fd >= 0) fsops.close(fd);
-    fsops.close(pfd);
-  }
-}
-
+/** A regular file's text as the agent reads it (following links), or undefined (lib/util/stable_read.ts). */
 export function read(path: string): Read | undefined {
-  for (let i = 0; i < 5; i++) {
-    const r = readOnce(path);
-    if (r !== "again") return r;
-  }
-  return undefined;
+  const r = readStable(path, { follow: true, maxBytes: MAX, tries: 5 });
+  if (r === undefined) return undefined;
+  return {
+    text: r.text,
+    dev: r.st.dev,
+    ino: r.st.ino ?? 0,
+    size: r.st.size,
+    mtimeMs: r.st.mtime?.getTime() ?? 0,
+    mode: (r.st.mode ?? 0o600) & 0o777,
+  };
 }
 
 function list(dir: string, prefix: string): string[] {

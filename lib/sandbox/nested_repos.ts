@@ -12,9 +12,10 @@
  * @module
  */
 import { dirEntries, type DirScan, type Mark, MARKS, scanDir } from "../../ffi/dir_entries.ts";
-import { fs as fsops, openDirNoSymlinks, S_IFREG } from "../../ffi/fsops.ts";
-import { AT_FDCWD, cstr, O } from "../../ffi/libc.ts";
+import { fs as fsops, openDirNoSymlinks } from "../../ffi/fsops.ts";
+import { cstr } from "../../ffi/libc.ts";
 import { visible } from "../ui/sanitize.ts";
+import { readStable } from "../util/stable_read.ts";
 
 /** Keys a config may hold that run nothing (section, or `section.*` for any subsection; then the key). */
 const INERT: Record<string, readonly string[]> = {
@@ -324,30 +325,6 @@ function offending(
 }
 
 /** The real file system for {@link checkNestedRepos}. */
-const AGAIN = Symbol("again");
-
-/** One read of a small regular file's text; AGAIN when what was read may not be the file at `path`. */
-function readOnce(path: string): string | undefined | typeof AGAIN {
-  // Opened without blocking or following a final symlink, and read only when that fd is a regular file:
-  // another session's sandbox may swap a FIFO in after an lstat (a blocking open held hallpass's exit).
-  const fd = fsops.openat(AT_FDCWD, cstr(path), O.RDONLY | O.NONBLOCK | O.NOFOLLOW | O.CLOEXEC, 0);
-  if (fd < 0) return undefined;
-  try {
-    if (fsops.fileType(fd) !== S_IFREG) return undefined;
-    const before = Deno.statSync(`/proc/self/fd/${fd}`);
-    if (before.size > 1 << 20) return undefined;
-    const text = Deno.readTextFileSync(`/proc/self/fd/${fd}`); // the same regular file: never blocks
-    const after = Deno.statSync(`/proc/self/fd/${fd}`);
-    const named = Deno.lstatSync(path);
-    const same = (a: Deno.FileInfo, b: Deno.FileInfo) => a.dev === b.dev && a.ino === b.ino;
-    return same(before, after) && same(before, named) ? text : AGAIN;
-  } catch {
-    return undefined;
-  } finally {
-    fsops.close(fd);
-  }
-}
-
 export const realRepoFs: RepoFs = {
   lstat(path) {
     try {
@@ -378,13 +355,8 @@ export const realRepoFs: RepoFs = {
     return sc;
   },
   read(path) {
-    // A read is taken only when the file read is the one at `path` before and after it (same device and
-    // inode): an fd number reused under us would hand over another file's text. Tried again, then unreadable.
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const r = readOnce(path);
-      if (r !== AGAIN) return r;
-    }
-    return undefined;
+    // Not following a final symlink; taken only when the file read is the one at `path` before and after it.
+    return readStable(path, { follow: false, maxBytes: 1 << 20, tries: 3 })?.text;
   },
   real(path) {
     try {
