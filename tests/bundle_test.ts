@@ -1,14 +1,14 @@
 /**
  * The source rewrites of helper/bundle/bundle.ts (the bundle the ./hallpass script runs): each lazy import
- * comes from lazy.js (never a second copy of a module from the sources), literal dynamic imports become
+ * is its own file (never a second copy of a module from the sources), literal dynamic imports become
  * static, `import.meta.url` keeps naming the module's source file, the Worker is worker.js.
  */
 import assert from "node:assert/strict";
-import { lazyName, rewrite } from "../helper/bundle/bundle.ts";
+import { lazyFile, lazyName, rewrite, startReexports } from "../helper/bundle/bundle.ts";
 
 const npm = (name: string) => `/nm/${name}/main.js`;
 
-Deno.test("bundle rewrite: a lazy import is an export of lazy.js, named by the module's path", () => {
+Deno.test("bundle rewrite: a lazy import is its own file, named by the module's path", () => {
   const lazy = new Set<string>();
   const out = rewrite(
     `const { a } = await lazyImport<typeof import("../ui/terminal.ts")>(\n  new URL("../ui/terminal.ts", import.meta.url),\n);`,
@@ -18,9 +18,40 @@ Deno.test("bundle rewrite: a lazy import is an export of lazy.js, named by the m
   );
   assert.deepEqual([...lazy], ["lib/ui/terminal.ts"]);
   assert.equal(lazyName("lib/ui/terminal.ts"), "lib_ui_terminal");
+  assert.equal(lazyFile("lib/ui/terminal.ts"), "lazy-lib_ui_terminal.js");
   assert.equal(
     out,
-    `const { a } = await lazyImport<any>(new URL("./lazy.js", import.meta.url)).then((m) => m.lib_ui_terminal);`,
+    `const { a } = await lazyImport<any>(new URL("./lazy-lib_ui_terminal.js", import.meta.url));`,
+  );
+});
+
+Deno.test("bundle start.ts: what the start-up path's modules import from each other, values only", () => {
+  const files: Record<string, string> = {
+    "main.ts": [
+      `import { a, type T, b as c } from "./lib/x.ts";`,
+      `import type { U } from "./lib/u.ts";`,
+      `import {\n  d,\n  e,\n} from "./lib/y.ts";`,
+      `const z = lazyImport<typeof import("./lib/lazy.ts")>(new URL("./lib/lazy.ts", import.meta.url));`,
+    ].join("\n"),
+    "lib/x.ts":
+      `import * as __bundled_0 from "./z.ts";\nexport { f } from "./y.ts";\nexport const a = 1, b = 2;`,
+    "lib/y.ts": `import D from "./d.ts";\nexport const d = 1, e = 2, f = 3;`,
+    "lib/z.ts": `export const g = 1;`,
+    "lib/d.ts": `export default 1;`,
+  };
+  const out = startReexports((m) => {
+    if (!(m in files)) throw new Error(`read ${m}`);
+    return files[m];
+  });
+  assert.equal(
+    out,
+    [
+      `export { default as __s0_default } from "./lib/d.ts";`,
+      `export { a as __s1_a, b as __s1_b } from "./lib/x.ts";`,
+      `export { d as __s2_d, e as __s2_e, f as __s2_f } from "./lib/y.ts";`,
+      `export * as __s3 from "./lib/z.ts";`,
+      "",
+    ].join("\n"),
   );
 });
 

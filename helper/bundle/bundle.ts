@@ -2,14 +2,15 @@
  * `make` bundles hallpass for the ./hallpass script (docs/performance.md): `deno run` of ~50 modules costs
  * more start-up than of a few bundled ones, and V8's code cache then holds a few entries. In build/js/:
  *   main.js + one shared chunk   main.ts and everything it imports statically (the start-up path)
- *   lazy.js                      what main.ts loads through lib/util/lazy_import.ts (subcommands, the
- *                                terminal with @xterm/headless, the ask program), loaded only when used; it
- *                                shares the chunk: every module exists once (a class is one class for
- *                                instanceof)
+ *   lazy-NAME.js                 each module loaded through lib/util/lazy_import.ts (subcommands, the
+ *                                terminal with @xterm/headless, the ask program), loaded only when used, with
+ *                                the chunks of code it shares only with other lazy modules: a lazy import
+ *                                loads what it needs, not every lazy module. All share the start chunk:
+ *                                every module exists once (a class is one class for instanceof)
  *   worker.js                    the supervisor Worker (lib/supervisor/worker.ts), on its own
  *
  * The sources are copied to build/bundle-src/ (removed after), rewritten, and bundled with `deno bundle`:
- *   - `lazyImport<…>(new URL("./x.ts", import.meta.url))` → the module's exports from lazy.js;
+ *   - `lazyImport<…>(new URL("./x.ts", import.meta.url))` → lazy-NAME.js (an entry point of the bundle);
  *   - a literal `import("./x.ts")` → a static import (the bundler would split the output at each);
  *   - `new Worker(new URL("./worker.ts", …))` → worker.js;
  *   - `@xterm/headless` → its file in node_modules/ (bundled: no npm resolution at run time);
@@ -33,9 +34,14 @@ function npmFile(name: string): string {
 
 const LAZY = /lazyImport<(?:[^<>]|<[^<>]*>)*>\(\s*new URL\(("[^"]+"), import\.meta\.url\),?\s*\)/g;
 
-/** The export name of a lazily imported module in build/js/lazy.js. */
+/** A lazily imported module's path as a name (`lib/ui/terminal.ts` → `lib_ui_terminal`). */
 export function lazyName(rel: string): string {
   return rel.replace(/\.ts$/, "").replace(/[^A-Za-z0-9]/g, "_");
+}
+
+/** The file in build/js/ of a lazily imported module (its own entry point of the bundle). */
+export function lazyFile(rel: string): string {
+  return `lazy-${lazyName(rel)}.js`;
 }
 
 /** Where `spec`, imported by the module `rel`, is, relative to the root. */
@@ -66,7 +72,7 @@ export function rewrite(text: string, rel: string, npm: (name: string) => string
   return hoistDynamicImports(text.replace(LAZY, (_m, spec: string) => {
     const target = resolveRel(rel, JSON.parse(spec));
     lazy.add(target);
-    return `lazyImport<any>(new URL("./lazy.js", ${KEEP})).then((m) => m.${lazyName(target)})`;
+    return `lazyImport<any>(new URL("./${lazyFile(target)}", ${KEEP}))`;
   }))
     // lib/supervisor/host.ts's Worker: the worker bundle beside this one.
     .replace(
@@ -77,6 +83,46 @@ export function rewrite(text: string, rel: string, npm: (name: string) => string
     // The bundle is build/js/NAME.js: "../../<rel>" from there is the module's source file.
     .replace(/import\.meta\.url/g, `new URL(${JSON.stringify(`../../${rel}`)}, import.meta.url).href`)
     .replaceAll(KEEP, "import.meta.url");
+}
+
+/**
+ * start.ts: every binding the start-up path's modules import from each other, re-exported (as `__sN_name`).
+ * Each lazy entry re-exports it, so that what the start-up path uses is reached from every entry point and
+ * the bundler puts it in one shared chunk (one file to load at start; otherwise it splits that code by which
+ * lazy modules use it too, ~10 files), and nothing the start-up path does not use is pulled into that chunk.
+ * Only where code lands depends on it, never what runs: a name it misses leaves its code in a second chunk
+ * (tests/bundle_test.ts checks the bundle's start is one chunk).
+ */
+export function startReexports(read: (rel: string) => string): string {
+  const names = new Map<string, Set<string> | "all">();
+  const STATEMENT = /^(?:import|export)\s+(type\s+)?([^;"]*?)\s*from\s*"(\.{1,2}\/[^"]+)"/gm;
+  const seen = new Set<string>();
+  const walk = (m: string) => {
+    if (seen.has(m)) return;
+    seen.add(m);
+    for (const [, type, clause, spec] of read(m).matchAll(STATEMENT)) {
+      if (type) continue;
+      const target = resolveRel(m, spec);
+      let got = names.get(target) ?? new Set<string>();
+      if (/^\*/.test(clause) || /,\s*\*/.test(clause)) got = "all";
+      else if (got !== "all") {
+        const braces = clause.match(/\{([^}]*)\}/)?.[1] ?? "";
+        if (clause.replace(/\{[^}]*\}/, "").replace(/,/g, "").trim()) got.add("default");
+        for (const part of braces.split(",")) {
+          const n = part.trim();
+          if (n && !n.startsWith("type ")) got.add(n.split(/\s+as\s+/)[0]);
+        }
+      }
+      names.set(target, got);
+      walk(target);
+    }
+  };
+  walk("main.ts");
+  return [...names].sort(([a], [b]) => a < b ? -1 : 1).map(([m, got], i) =>
+    got === "all"
+      ? `export * as __s${i} from "./${m}";\n`
+      : `export { ${[...got].sort().map((n) => `${n} as __s${i}_${n}`).join(", ")} } from "./${m}";\n`
+  ).join("");
 }
 
 function copyTree(dir: string, src: string, lazy: Set<string>) {
@@ -124,11 +170,17 @@ if (import.meta.main) {
   copyFile("main.ts", src, lazy);
   copyTree("lib", src, lazy);
   copyTree("ffi", src, lazy);
-  Deno.writeTextFileSync(
-    `${src}/lazy.ts`,
-    [...lazy].sort().map((m) => `export * as ${lazyName(m)} from "./${m}";\n`).join(""),
-  );
-  bundle(["--code-splitting", "--outdir", next, `${src}/main.ts`, `${src}/lazy.ts`]);
+  Deno.writeTextFileSync(`${src}/start.ts`, startReexports((m) => Deno.readTextFileSync(`${src}/${m}`)));
+  // One entry point per lazily imported module, beside main.ts (so that its file is build/js/lazy-NAME.js).
+  const entries = [...lazy].sort().map((m) => {
+    const entry = `${src}/${lazyFile(m).replace(/\.js$/, ".ts")}`;
+    Deno.writeTextFileSync(
+      entry,
+      `export * from "./start.ts";\nexport * from "./${m}";\n`,
+    );
+    return entry;
+  });
+  bundle(["--code-splitting", "--outdir", next, `${src}/main.ts`, ...entries]);
   bundle(["-o", `${next}/worker.js`, `${src}/lib/supervisor/worker.ts`]);
   remove(out);
   Deno.renameSync(next, out);

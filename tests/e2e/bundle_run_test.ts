@@ -1,7 +1,7 @@
 /**
  * The ./hallpass script `make` leaves where `deno compile` cannot get its runtime runs the bundle
  * (helper/bundle/bundle.ts, build/js/): its start-up path, the supervisor Worker (worker.js), what it loads
- * lazily (lazy.js: the ask program, the terminal with xterm.js) and paths next to the sources (the launcher)
+ * lazily (lazy-NAME.js: the ask program, the terminal with xterm.js) and paths next to the sources (the launcher)
  * behave as from the sources. Judged from outside: the files written or not, the exit codes, and the
  * process's command line (it is the bundle that runs, not the sources).
  */
@@ -92,7 +92,7 @@ test({
   }
 });
 
-test({ name: "bundle: an ask program (lazy.js) allows a write outside", ignore: bundled }, async () => {
+test({ name: "bundle: an ask program (a lazy module) allows a write outside", ignore: bundled }, async () => {
   const s = await scratch();
   try {
     const ask = await askProgram(`${s.outside}/..`, "once", `${s.outside}/../q.jsonl`);
@@ -105,7 +105,7 @@ test({ name: "bundle: an ask program (lazy.js) allows a write outside", ignore: 
 });
 
 test({
-  name: "bundle: in a terminal (lazy.js, xterm.js bundled) the command runs and its code comes back",
+  name: "bundle: in a terminal (a lazy module, xterm.js bundled) the command runs and its code comes back",
   ignore: [bundled, tool("script")],
 }, async () => {
   const s = await scratch();
@@ -121,5 +121,33 @@ test({
     assert(new TextDecoder().decode(o.stdout).includes("hi-pty"));
   } finally {
     await s.cleanup();
+  }
+});
+
+/** The files a bundle file imports statically (`from "./x.js"`), and theirs. */
+function loads(file: string, seen = new Set<string>()): Set<string> {
+  if (seen.has(file)) return seen;
+  seen.add(file);
+  const text = Deno.readTextFileSync(`${ROOT}/build/js/${file}`);
+  for (const m of text.matchAll(/^(?:import|export)\b[^;"]*?from\s*"\.\/([^"]+\.js)"/gm)) loads(m[1], seen);
+  for (const m of text.matchAll(/^import\s*"\.\/([^"]+\.js)"/gm)) loads(m[1], seen);
+  return seen;
+}
+
+test({
+  name: "bundle: the start-up path is main.js and one chunk; a lazy import loads its own files only",
+  ignore: bundled,
+}, () => {
+  const start = loads("main.js");
+  assertEquals(start.size, 2, `main.js loads ${[...start].join(", ")}`);
+  const chunk = [...start].find((f) => f !== "main.js")!;
+  // The terminal's module takes xterm.js with it; the ask program's and doctor's do not.
+  const xterm = (f: string) => Deno.readTextFileSync(`${ROOT}/build/js/${f}`).includes("@xterm/headless");
+  assert(![...start].some(xterm), "xterm.js is in the start-up path");
+  assert([...loads("lazy-lib_ui_pty_session.js")].some(xterm), "the terminal's files have no xterm.js");
+  for (const lazy of ["lazy-lib_ask_ask_program.js", "lazy-lib_cli_doctor.js"]) {
+    const files = loads(lazy);
+    assert(files.has(chunk), `${lazy} does not share the start chunk`);
+    assert(![...files].some(xterm), `${lazy} loads xterm.js`);
   }
 });
