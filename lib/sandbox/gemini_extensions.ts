@@ -78,7 +78,7 @@ export function checkGeminiExtensions(
  * Renames `from` to `dir/name`, making `dir` (0700) when missing; both directories opened without following a
  * symlink, never replacing anything.
  */
-function moveInto(from: string, dir: string, name: string): boolean {
+export function moveInto(from: string, dir: string, name: string): boolean {
   try {
     Deno.mkdirSync(dir, { mode: 0o700 });
   } catch { /* there, or not made: the open below says */ }

@@ -1,0 +1,173 @@
+/**
+ * Red team (session 5, sixth round). Each attack judged from outside the sandbox after the session, with a bare
+ * control showing it works without hallpass on this kernel.
+ *
+ * Copilot's unpacked runtime: the `copilot` binary unpacks its JavaScript to
+ * `~/.cache/copilot/pkg/PLATFORM/VERSION/` at its first start and runs it from there at every later start;
+ * `--agent copilot` lets the sandbox write `~/.cache/copilot/**`. A line the sandbox adds to index.js (or a `pkg`
+ * it turns into a symlink to a doctored copy) ran at the person's next `copilot -p` outside hallpass (checked by
+ * hand with copilot 1.0.102, not logged in: the runtime loads before the login check). The judge is the real
+ * copilot (tests/setup_agents.sh) run outside afterwards; lib/sandbox/copilot_runtime.ts.
+ */
+import { equal, ok as assert } from "node:assert/strict";
+import { bare, hallpass, hallpassLines, scratchHome } from "./harness.ts";
+import { setupAgents } from "../agents/session.ts";
+import { type Need, test } from "../helpers/skip.ts";
+
+const SETUP = setupAgents(["copilot"]);
+const COPILOT = SETUP.get("copilot");
+const NEEDS_COPILOT: Need = COPILOT?.ok
+  ? undefined
+  : { reason: `agent copilot unavailable: ${COPILOT?.why ?? "not set up"}` };
+
+function q(s: string): string {
+  return `'${s.replaceAll("'", "'\\''")}'`;
+}
+
+function copilotEnv(home: string): Record<string, string> {
+  const bin = COPILOT!.bin!;
+  return { HOME: home, PATH: `${bin.slice(0, bin.lastIndexOf("/"))}:/usr/local/bin:/usr/bin:/bin` };
+}
+
+/** Runs copilot outside, as the person would after the session (`-p` loads the unpacked runtime). */
+async function runCopilot(home: string, args: string[]): Promise<void> {
+  const c = new Deno.Command("copilot", {
+    args,
+    env: copilotEnv(home),
+    clearEnv: true,
+    cwd: home,
+    stdin: "null",
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  const timer = setTimeout(() => c.kill("SIGKILL"), 90_000);
+  try {
+    await c.status;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function exists(p: string): Promise<boolean> {
+  try {
+    await Deno.lstat(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The version directories copilot unpacked (`pkg/PLATFORM/VERSION`), relative to the home. */
+async function versionDirs(home: string): Promise<string[]> {
+  const out: string[] = [];
+  const pkg = `${home}/.cache/copilot/pkg`;
+  for await (const p of Deno.readDir(pkg)) {
+    for await (const v of Deno.readDir(`${pkg}/${p.name}`)) {
+      out.push(`.cache/copilot/pkg/${p.name}/${v.name}`);
+    }
+  }
+  return out;
+}
+
+/** Waits until the second after the newest ctime below `dir` has passed (a session then starts after it). */
+async function afterNewest(dir: string): Promise<void> {
+  let newest = 0;
+  const walk = async (d: string) => {
+    for await (const e of Deno.readDir(d)) {
+      const st = await Deno.lstat(`${d}/${e.name}`);
+      newest = Math.max(newest, st.ctime!.getTime());
+      if (st.isDirectory) await walk(`${d}/${e.name}`);
+    }
+  };
+  await walk(dir);
+  while (Date.now() < newest + 2_100) await new Promise((r) => setTimeout(r, 100));
+}
+
+/** The doctoring, as a shell script run in $HOME: a line after index.js's `#!` that makes `mark`. */
+function doctor(file: string, mark: string): string {
+  const line = `import * as __hp from "node:fs"; __hp.writeFileSync(${JSON.stringify(mark)}, "ran");`;
+  return `sed -i ${q(`1a ${line}`)} ${file}`;
+}
+
+const CASES = [
+  {
+    name: "index.js of the unpacked runtime rewritten",
+    script: (ver: string, mark: string) => doctor(`${ver}/index.js`, mark),
+  },
+  {
+    name: "pkg replaced by a symlink to a doctored copy",
+    script: (ver: string, mark: string) =>
+      [
+        "cp -a .cache/copilot/pkg .cache/copilot/stash",
+        doctor(ver.replace("/pkg/", "/stash/") + "/index.js", mark),
+        "rm -rf .cache/copilot/pkg",
+        "ln -s stash .cache/copilot/pkg",
+      ].join(" && "),
+  },
+];
+
+for (const c of CASES) {
+  test({
+    name: `redteam6: copilot's unpacked runtime: ${c.name} under --agent copilot runs nothing outside later`,
+    ignore: NEEDS_COPILOT,
+    async fn() {
+      const s = await scratchHome("hallpass-rt6-copilot-");
+      try {
+        const mark = `${s.outside}/copilot-ran-sandbox-code`;
+        const ctl = `${s.outside}/ctl`;
+        await Deno.mkdir(ctl);
+        // The person used copilot before: its runtime is unpacked in each home.
+        for (const h of [ctl, s.home]) await runCopilot(h, ["--version"]);
+        const [ver] = await versionDirs(s.home);
+        assert(ver, "copilot unpacked nothing");
+
+        // Control: without hallpass the doctored runtime runs at the next start.
+        const b = await bare(["sh", "-c", `cd "$HOME" && ${c.script(ver, mark)}`], { env: copilotEnv(ctl) });
+        equal(b.code, 0, b.stderr);
+        await runCopilot(ctl, ["-p", "hi"]);
+        assert(await exists(mark), "control: copilot did not run the doctored runtime");
+        await Deno.remove(mark);
+
+        // Session start strictly after the unpacking second (ctime says what the session changed).
+        await afterNewest(`${s.home}/.cache/copilot`);
+        const r = await hallpass(
+          ["--no-ask", "--agent", "copilot", "--", "sh", "-c", `cd "$HOME" && ${c.script(ver, mark)}`],
+          { cwd: s.project, env: copilotEnv(s.home) },
+        );
+        equal(r.code, 0, r.stderr);
+        await runCopilot(s.home, ["-p", "hi"]);
+        assert(!(await exists(mark)), `copilot outside ran what the sandbox wrote:\n${r.stderr}`);
+        equal(
+          hallpassLines(r).filter((l) => l.includes("copilot started without hallpass")).length,
+          1,
+          r.stderr,
+        );
+      } finally {
+        await s.cleanup();
+      }
+    },
+  });
+}
+
+test({
+  name: "redteam6: copilot's own runtime, and copilot run under hallpass, are left alone",
+  ignore: NEEDS_COPILOT,
+  async fn() {
+    const s = await scratchHome("hallpass-rt6-copilot-own-");
+    try {
+      await runCopilot(s.home, ["--version"]);
+      const [ver] = await versionDirs(s.home);
+      await afterNewest(`${s.home}/.cache/copilot`);
+      // copilot itself under its recipe: it makes and removes inuse.PID.* files in the version directory.
+      const r = await hallpass(
+        ["--no-ask", "--agent", "copilot", "--", "copilot", "-p", "hi"],
+        { cwd: s.project, env: copilotEnv(s.home) },
+      );
+      equal(hallpassLines(r).filter((l) => l.includes("copilot started without")).length, 0, r.stderr);
+      assert(await exists(`${s.home}/${ver}/index.js`), "the runtime was moved");
+      assert(!(await exists(`${s.home}/.cache/copilot/pkg.hallpass-quarantined`)), r.stderr);
+    } finally {
+      await s.cleanup();
+    }
+  },
+});
