@@ -29,6 +29,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <dirent.h>
+#include <sched.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
@@ -365,6 +366,11 @@ static void child(int sock, const struct config *cfg, int bpf_fd, int ruleset_fd
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 
+	/* System V IPC (shared memory, message queues, semaphores) and POSIX message queues belong to the IPC
+	 * namespace: in the host's, the sandbox could attach to another process's segment by key or id and write
+	 * it. A new one needs CAP_SYS_ADMIN (root); without it the host's stays (docs/threat-model.md, "Network
+	 * and local IPC"). */
+	if (unshare(CLONE_NEWIPC) < 0 && errno != EPERM && errno != EINVAL) die("a new IPC namespace");
 	drop_capabilities();
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) die("no_new_privs");
 	if (ruleset_fd >= 0) {

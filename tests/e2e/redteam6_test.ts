@@ -10,9 +10,9 @@
  * copilot (tests/setup_agents.sh) run outside afterwards; lib/sandbox/copilot_runtime.ts.
  */
 import { equal, ok as assert } from "node:assert/strict";
-import { bare, hallpass, hallpassLines, scratchHome } from "./harness.ts";
+import { bare, hallpass, hallpassLines, isRoot, scratch, scratchHome } from "./harness.ts";
 import { setupAgents } from "../agents/session.ts";
-import { type Need, test } from "../helpers/skip.ts";
+import { type Need, test, tool } from "../helpers/skip.ts";
 
 const SETUP = setupAgents(["copilot"]);
 const COPILOT = SETUP.get("copilot");
@@ -171,3 +171,92 @@ test({
     }
   },
 });
+
+/**
+ * System V IPC belongs to the IPC namespace: a process outside makes a shared memory segment and a message
+ * queue (mode 0600, its own uid); in the host's namespace the sandbox attached to the segment by its key or
+ * straight by its id and wrote it, and sent into the queue. The launcher gives the sandbox a namespace of its
+ * own, which needs CAP_SYS_ADMIN: as root only (another user: a known limit, docs/threat-model.md).
+ * Judged outside: the segment's bytes and the queue's message count.
+ */
+const IPC_PROGRAM = `
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+what, key, shmid, msqid = sys.argv[1], int(sys.argv[2], 0), int(sys.argv[3]), int(sys.argv[4])
+IPC_CREAT, IPC_NOWAIT, IPC_RMID, SHM_RDONLY = 0o1000, 0o4000, 0, 0o10000
+class Msg(ctypes.Structure):
+    _fields_ = [("mtype", ctypes.c_long), ("mtext", ctypes.c_char * 8)]
+def attach(sid, flags=0):
+    p = libc.shmat(sid, None, flags)
+    return None if p in (None, ctypes.c_void_p(-1).value) else p
+if what == "make":
+    sid = libc.shmget(key, 4096, IPC_CREAT | 0o600)
+    ctypes.memmove(attach(sid), b"SAFE", 4)
+    print(sid, libc.msgget(key, IPC_CREAT | 0o600))
+elif what == "attack":
+    done = []
+    for name, sid in (("by key", libc.shmget(key, 0, 0)), ("by id", shmid)):
+        p = attach(sid) if sid >= 0 else None
+        if p:
+            ctypes.memmove(p, b"PWND", 4)
+            done.append("shm " + name)
+    m = Msg(1, b"pwned")
+    for name, qid in (("by key", libc.msgget(key, 0)), ("by id", msqid)):
+        if qid >= 0 and libc.msgsnd(qid, ctypes.byref(m), 8, IPC_NOWAIT) == 0:
+            done.append("msg " + name)
+    print(",".join(done) or "none")
+elif what == "judge":
+    m = Msg()
+    got = libc.msgrcv(msqid, ctypes.byref(m), 8, 0, IPC_NOWAIT)
+    print(ctypes.string_at(attach(shmid, SHM_RDONLY), 4).decode(), "message" if got >= 0 else "no-message")
+else:
+    libc.shmctl(shmid, IPC_RMID, None)
+    libc.msgctl(msqid, IPC_RMID, None)
+`;
+
+for (const fast of ["1", "0"]) {
+  test({
+    name:
+      `redteam6: another process's System V shared memory and message queue are out of reach (root, fast path ${fast})`,
+    ignore: [
+      tool("python3"),
+      isRoot() ? undefined : {
+        reason:
+          "a new IPC namespace needs CAP_SYS_ADMIN: as another user the sandbox shares the host's (a known limit)",
+      },
+    ],
+    async fn() {
+      const s = await scratch();
+      const prog = `${s.outside}/ipc.py`;
+      await Deno.writeTextFile(prog, IPC_PROGRAM);
+      const key = `0x${(0x52540000 + Math.floor(Math.random() * 0xffff)).toString(16)}`;
+      const py = async (what: string, ids: string[]) => {
+        const r = await bare(["/usr/bin/python3", prog, what, key, ...ids]);
+        equal(r.code, 0, r.stderr);
+        return r.stdout.trim();
+      };
+      let ids = ["-1", "-1"];
+      try {
+        // Control: without hallpass the attack reaches both.
+        ids = (await py("make", ids)).split(" ");
+        equal(await py("attack", ids), "shm by key,shm by id,msg by key,msg by id");
+        equal(await py("judge", ids), "PWND message");
+        await py("remove", ids);
+
+        ids = (await py("make", ["-1", "-1"])).split(" ");
+        const r = await hallpass(["--no-ask", "--", "/usr/bin/python3", prog, "attack", key, ...ids], {
+          cwd: s.project,
+          env: { HALLPASS_FAST_PATH: fast },
+        });
+        equal(r.code, 0, r.stderr);
+        equal(r.stdout.trim(), "none", r.stderr);
+        equal(await py("judge", ids), "SAFE no-message");
+      } finally {
+        if (ids[0] !== "-1") await py("remove", ids).catch(() => {});
+        await s.cleanup();
+      }
+    },
+  });
+}
