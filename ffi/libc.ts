@@ -448,6 +448,41 @@ export function lstatType(path: string): number | undefined {
 }
 
 /**
+ * lstat's type and ctime of `path` (a final symlink not followed), or undefined when it is not there: one
+ * statx(2), no exception (the exit checks ask this of paths that are mostly missing, and Deno's first exception
+ * in a process costs ~1.5 ms). `ctimeMs` is in whole seconds, as Deno's `FileInfo.ctime`. Where statx is
+ * refused (a seccomp policy), Deno's lstat answers.
+ */
+export function lstatCtime(path: string): { type: number; ctimeMs: number } | undefined {
+  if (path.includes("\0")) return undefined;
+  const buf = cstr(path);
+  const STATX_TYPE = 1, STATX_CTIME = 0x80;
+  const r = sys(
+    SYS.statx,
+    AT_FDCWD,
+    ptrOf(buf),
+    AT.SYMLINK_NOFOLLOW,
+    STATX_TYPE | STATX_CTIME,
+    ptrOf(statxBuf),
+  );
+  const v = new DataView(statxBuf.buffer);
+  if (r === 0 && (v.getUint32(0, true) & (STATX_TYPE | STATX_CTIME)) === (STATX_TYPE | STATX_CTIME)) {
+    // stx_mode at 28; stx_ctime.tv_sec (i64) at 96
+    return { type: v.getUint16(28, true) & 0o170000, ctimeMs: Number(v.getBigInt64(96, true)) * 1000 };
+  }
+  if (r !== -Errno.ENOSYS && r !== -Errno.EPERM && r !== -Errno.EINVAL && r !== 0) return undefined;
+  try {
+    const st = Deno.lstatSync(path);
+    return {
+      type: st.isSymlink ? 0o120000 : st.isDirectory ? 0o040000 : st.isFile ? 0o100000 : 0o010000,
+      ctimeMs: st.ctime?.getTime() ?? Infinity,
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * Whether `path` itself exists on the real file system, a final symlink (dangling or not) included: faccessat2
  * with AT_SYMLINK_NOFOLLOW (Linux ≥ 5.8), so a missing path costs no exception. Where the call is refused
  * (older kernel, a seccomp policy), Deno's lstat answers. See above for NUL.

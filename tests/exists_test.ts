@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { exists, lexists, lstatIfThere, statIfThere } from "../lib/util/exists.ts";
+import { realRepoFs } from "../lib/sandbox/nested_repos.ts";
 
 function lstatKind(p: string): string | undefined {
   try {
@@ -64,6 +65,15 @@ Deno.test("exists(), statIfThere() and lstatIfThere() answer as Deno.statSync an
         p,
       );
       assert.equal(lexists(p), lstatKind(p) !== undefined, p);
+      // The exit checks' lstat (one statx, no exception): the kind and ctime Deno's lstat gives.
+      let want: { kind: string; ctimeMs: number } | undefined;
+      try {
+        const st = Deno.lstatSync(p);
+        want = { kind: lstatKind(p)!, ctimeMs: st.ctime!.getTime() };
+      } catch {
+        want = undefined;
+      }
+      assert.deepEqual(realRepoFs.lstat(p), want, p);
     }
   } finally {
     Deno.removeSync(d, { recursive: true });
@@ -74,4 +84,5 @@ Deno.test("a path holding a NUL exists nowhere (not the shorter path before it)"
   assert.equal(exists("/etc\0/missing"), false);
   assert.equal(statIfThere("/\0"), undefined);
   assert.equal(lstatIfThere("/etc\0/missing"), undefined);
+  assert.equal(realRepoFs.lstat("/etc\0/missing"), undefined);
 });

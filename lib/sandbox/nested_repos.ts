@@ -13,7 +13,7 @@
  */
 import { dirEntries, type DirScan, type Mark, MARKS, scanDir } from "../../ffi/dir_entries.ts";
 import { fs as fsops, openDirNoSymlinks } from "../../ffi/fsops.ts";
-import { cstr } from "../../ffi/libc.ts";
+import { cstr, lstatCtime } from "../../ffi/libc.ts";
 import { visible } from "../ui/sanitize.ts";
 import { readStable } from "../util/stable_read.ts";
 
@@ -327,13 +327,17 @@ function offending(
 /** The real file system for {@link checkNestedRepos}. */
 export const realRepoFs: RepoFs = {
   lstat(path) {
-    try {
-      const st = Deno.lstatSync(path);
-      const kind = st.isSymlink ? "symlink" : st.isDirectory ? "dir" : st.isFile ? "file" : "other";
-      return { kind, ctimeMs: st.ctime?.getTime() ?? Infinity };
-    } catch {
-      return undefined;
-    }
+    // One statx, no exception: most paths asked at exit are missing (~/.gemini/extensions, hooks).
+    const st = lstatCtime(path);
+    if (st === undefined) return undefined;
+    const kind = st.type === 0o120000
+      ? "symlink"
+      : st.type === 0o040000
+      ? "dir"
+      : st.type === 0o100000
+      ? "file"
+      : "other";
+    return { kind, ctimeMs: st.ctimeMs };
   },
   list(path) {
     // A file system that does not give types (DT_UNKNOWN) is asked with lstat.
