@@ -118,14 +118,21 @@ build/js/main.js: helper/bundle/bundle.ts $(SOURCES) build/deps.stamp | deno
 	  || { rm -rf build/js; cat build/bundle.log; echo "make: bundling failed (above): ./hallpass runs the sources" >&2; }
 
 # ./hallpass: the compiled single binary where `deno compile` can get its runtime (DENORT_BIN or Deno's
-# download server), otherwise a script that runs the same code with `deno run` (the bundle, or the sources changed since).
-hallpass: build/hallpass-launcher build/libhallpass-fastpath.so build/libhallpass-relay.so build/libhallpass-start.so build/filter.bpf build/deps.stamp $(DENO) $(SOURCES) build/js/main.js helper/bundle/hallpass.sh.in deno.json runtime.lock
+# download server), otherwise a small static program that runs the same code with `deno run` (the bundle, or the
+# sources changed since: helper/bundle/hallpass_stub.c; the sh script helper/bundle/hallpass.sh.in if it does not build).
+# A C string of a make value (for -D).
+cstr = "$(subst ",\",$(subst \,\\,$(1)))"
+hallpass: build/hallpass-launcher build/libhallpass-fastpath.so build/libhallpass-relay.so build/libhallpass-start.so build/filter.bpf build/deps.stamp $(DENO) $(SOURCES) build/js/main.js helper/bundle/hallpass_stub.c helper/bundle/hallpass.sh.in deno.json runtime.lock
 	@if timeout 120 $(DENO) compile --quiet --allow-all $(RUNTIME_LOCK) --v8-flags=$(V8_FLAGS) --include build/hallpass-launcher --include build/libhallpass-fastpath.so --include build/libhallpass-relay.so --include build/libhallpass-start.so --include build/filter.bpf --include build/filter-connect.bpf --include build/syscall-numbers.json --include lib/supervisor/worker.ts $(addprefix --include ,$(LAZY_MODULES)) -o build/hallpass-compiled main.ts >build/compile.log 2>&1 \
 	    && ! build/hallpass-compiled --version 2>&1 | grep -q '^deno '; then \
 	  cp build/hallpass-compiled hallpass; echo "make: ./hallpass is the compiled binary (deno compile)"; \
+	elif rm -f hallpass && $(MUSL_CC) $(CFLAGS_STATIC) -DHP_ROOT='$(call cstr,$(CURDIR))' -DHP_DENO='$(call cstr,$(DENO))' \
+	    -DHP_V8_FLAGS='$(call cstr,$(V8_FLAGS))' -o hallpass helper/bundle/hallpass_stub.c >build/stub.log 2>&1; then \
+	  strip hallpass 2>/dev/null || true; \
+	  echo "make: ./hallpass runs the bundle (build/js; the sources when changed since) with deno run (deno compile could not get its runtime: see build/compile.log)"; \
 	else \
 	  sed -e 's|@DENO@|$(DENO)|' -e 's|@ROOT@|$(CURDIR)|' -e 's|@V8_FLAGS@|$(V8_FLAGS)|' helper/bundle/hallpass.sh.in > hallpass; \
-	  chmod +x hallpass; echo "make: ./hallpass is a script running the bundle (build/js; the sources when changed since) with deno run (deno compile could not get its runtime: see build/compile.log)"; \
+	  chmod +x hallpass; echo "make: ./hallpass is a script running the bundle (build/js; the sources when changed since) with deno run (deno compile could not get its runtime: see build/compile.log; the program in helper/bundle/hallpass_stub.c did not build: see build/stub.log)"; \
 	fi
 
 # Before saying done: hallpass's packages are in this user's Deno cache (make may have run as another user
