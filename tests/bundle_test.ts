@@ -1,7 +1,7 @@
 /**
  * The source rewrites of helper/bundle/bundle.ts (the bundle the ./hallpass script runs): each lazy import
- * is its own file (never a second copy of a module from the sources), literal dynamic imports become
- * static, `import.meta.url` keeps naming the module's source file, the Worker is worker.js.
+ * is its own file (never a second copy of a module from the sources), so is a literal dynamic import,
+ * `import.meta.url` keeps naming the module's source file, the Worker is worker.js.
  */
 import assert from "node:assert/strict";
 import { lazyFile, lazyName, rewrite, startReexports } from "../helper/bundle/bundle.ts";
@@ -55,7 +55,8 @@ Deno.test("bundle start.ts: what the start-up path's modules import from each ot
   );
 });
 
-Deno.test("bundle rewrite: literal dynamic imports become static, type imports stay", () => {
+Deno.test("bundle rewrite: literal dynamic imports load their own file, type imports stay", () => {
+  const lazy = new Set<string>();
   const out = rewrite(
     [
       `let s: import("./answer_service.ts").AnswerService | null = null;`,
@@ -64,16 +65,15 @@ Deno.test("bundle rewrite: literal dynamic imports become static, type imports s
     ].join("\n"),
     "lib/agent/agent.ts",
     npm,
-    new Set(),
+    lazy,
   );
+  assert.deepEqual([...lazy].sort(), ["lib/agent/answer_service.ts", "lib/sandbox/run.ts"]);
   assert.equal(
     out,
     [
-      `import * as __bundled_0 from "./answer_service.ts";`,
-      `import * as __bundled_1 from "../sandbox/run.ts";`,
       `let s: import("./answer_service.ts").AnswerService | null = null;`,
-      `const { A } = await Promise.resolve(__bundled_0);`,
-      `const p = Promise.resolve(__bundled_1).then((r) => r.x);`,
+      `const { A } = await import(new URL("./lazy-lib_agent_answer_service.js", import.meta.url).href);`,
+      `const p = import(new URL("./lazy-lib_sandbox_run.js", import.meta.url).href).then((r) => r.x);`,
     ].join("\n"),
   );
 });

@@ -11,7 +11,8 @@
  *
  * The sources are copied to build/bundle-src/ (removed after), rewritten, and bundled with `deno bundle`:
  *   - `lazyImport<…>(new URL("./x.ts", import.meta.url))` → lazy-NAME.js (an entry point of the bundle);
- *   - a literal `import("./x.ts")` → a static import (the bundler would split the output at each);
+ *   - a literal `import("./x.ts")` → the same, loaded with `import()` (lib/supervisor/host.ts's fast path
+ *     side, ~10 KB, is loaded at the first trapped call, not at every start);
  *   - `new Worker(new URL("./worker.ts", …))` → worker.js;
  *   - `@xterm/headless` → its file in node_modules/ (bundled: no npm resolution at run time);
  *   - every other `import.meta.url` → the module's own source file, so paths next to the sources
@@ -49,31 +50,23 @@ function resolveRel(rel: string, spec: string): string {
   return new URL(spec, `file:///${rel}`).pathname.slice(1);
 }
 
-/**
- * A literal `import("./x.ts")` (a value, not a type's `import("./x.ts").T`) made static: a namespace import
- * at the top and `Promise.resolve(namespace)` in its place, so that the bundler keeps every module in one
- * output instead of splitting at each (they are evaluated at load, which costs their top level only).
- */
-function hoistDynamicImports(text: string): string {
-  const hoisted: string[] = [];
-  const body = text.replace(
-    /(?<![\w.]|typeof )import\(("\.{1,2}\/[^"]+\.ts")\)(?!\.(?!then\()\w)/g,
-    (_m, spec: string) => {
-      const name = `__bundled_${hoisted.length}`;
-      hoisted.push(`import * as ${name} from ${spec};\n`);
-      return `Promise.resolve(${name})`;
-    },
-  );
-  return hoisted.join("") + body;
-}
+/** A literal `import("./x.ts")`: a value, not a type's `import("./x.ts").T` (a `.then(` is a value's). */
+const DYNAMIC = /(?<![\w.]|typeof )import\(("\.{1,2}\/[^"]+\.ts")\)(?!\.(?!then\()\w)/g;
 
 export function rewrite(text: string, rel: string, npm: (name: string) => string, lazy: Set<string>): string {
   const KEEP = "\0bundle-url\0";
-  return hoistDynamicImports(text.replace(LAZY, (_m, spec: string) => {
+  return text.replace(LAZY, (_m, spec: string) => {
     const target = resolveRel(rel, JSON.parse(spec));
     lazy.add(target);
     return `lazyImport<any>(new URL("./${lazyFile(target)}", ${KEEP}))`;
-  }))
+  })
+    // A literal dynamic import is loaded where it is, like a lazy import (the bundler would otherwise
+    // split the start chunk by it: its own file and the start-up path's code stay one chunk).
+    .replace(DYNAMIC, (_m, spec: string) => {
+      const target = resolveRel(rel, JSON.parse(spec));
+      lazy.add(target);
+      return `import(new URL("./${lazyFile(target)}", ${KEEP}).href)`;
+    })
     // lib/supervisor/host.ts's Worker: the worker bundle beside this one.
     .replace(
       /new Worker\(new URL\("\.\/worker\.ts", import\.meta\.url\)/g,
@@ -176,7 +169,7 @@ if (import.meta.main) {
     const entry = `${src}/${lazyFile(m).replace(/\.js$/, ".ts")}`;
     Deno.writeTextFileSync(
       entry,
-      `export * from "./start.ts";\nexport * from "./${m}";\n`,
+      `import * as start from "./start.ts";\nexport const __start = start;\nexport * from "./${m}";\n`,
     );
     return entry;
   });

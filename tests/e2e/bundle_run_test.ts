@@ -149,7 +149,14 @@ test({
   const xterm = (f: string) => Deno.readTextFileSync(`${ROOT}/build/js/${f}`).includes("@xterm/headless");
   assert(![...start].some(xterm), "xterm.js is in the start-up path");
   assert([...loads("lazy-lib_ui_pty_session.js")].some(xterm), "the terminal's files have no xterm.js");
-  for (const lazy of ["lazy-lib_ask_ask_program.js", "lazy-lib_cli_doctor.js"]) {
+  // The fast path's side (lib/supervisor/host.ts's import()) is loaded at the first trapped call.
+  assert(!Deno.readTextFileSync(`${ROOT}/build/js/${chunk}`).includes("// build/bundle-src/ffi/fastpath.ts"));
+  // The Worker's bundle is one file: it loads no module of the main thread's (a second copy of its state).
+  assert(
+    !/\bimport\(|from "\.\//.test(Deno.readTextFileSync(`${ROOT}/build/js/worker.js`)),
+    "worker.js imports",
+  );
+  for (const lazy of ["lazy-lib_ask_ask_program.js", "lazy-lib_cli_doctor.js", "lazy-ffi_fastpath.js"]) {
     const files = loads(lazy);
     assert(files.has(chunk), `${lazy} does not share the start chunk`);
     assert(![...files].some(xterm), `${lazy} loads xterm.js`);
