@@ -24,8 +24,13 @@ const SYMBOLS = {
   fcntl: { parameters: ["i32", "i32", "i32"], result: "i32" }, // int fcntl(int, int, int)
   openat: { parameters: ["i32", "buffer", "i32", "u32"], result: "i32" }, // int openat(int, const char *, int, mode_t)
   access: { parameters: ["buffer", "i32"], result: "i32" }, // int access(const char *, int)
-  // int posix_spawn(pid_t *, const char *path, file_actions *, attr *, char *const argv[], char *const envp[])
-  posix_spawn: { parameters: ["buffer", "buffer", "pointer", "pointer", "buffer", "pointer"], result: "i32" },
+  // int posix_spawn(pid_t *, const char *path, file_actions *, attr *, char *const argv[], char *const envp[]):
+  // on a blocking thread (ffi/spawn.ts), and a nonblocking symbol costs no trampoline to open
+  posix_spawn: {
+    parameters: ["buffer", "buffer", "pointer", "pointer", "buffer", "pointer"],
+    result: "i32",
+    nonblocking: true,
+  },
   environ: { type: "pointer" }, // char **environ
   // char *realpath(const char *, char *): here, not in FS_SYMBOLS, since start-up resolves the protected paths
   realpath: { parameters: ["buffer", "buffer"], result: "pointer" }, // char *realpath(const char *, char *)

@@ -4,6 +4,11 @@
  * Like Deno.Command with "inherit": stdio, working directory and environment are the caller's; fds without
  * close-on-exec are inherited (that is how the launcher gets its socket). Signal dispositions and the signal
  * mask are inherited too: the launcher resets both itself.
+ *
+ * posix_spawn runs on one of Deno's blocking threads (a nonblocking symbol): it returns only once the child
+ * has exec'd (~0.3-1.5 ms at start-up, more on a loaded machine), and the start-up's main thread goes on
+ * meanwhile. While it is in flight the caller must not change the environment (it is read from libc's
+ * `environ` by that thread) nor close an fd the child is to inherit.
  */
 import { cstr, libc, pollReadable, ptrOf, SYS, sys } from "./libc.ts";
 import { Errno, SysError } from "./errors.ts";
@@ -25,22 +30,29 @@ export interface Spawned {
 
 const P_PIDFD = 3, WEXITED = 4, CLD_EXITED = 1;
 
-/** Starts `path` with `args` (argv[0] first). Throws SysError when it cannot be started. */
-export function spawn(path: string, args: string[]): Spawned {
+/**
+ * Starts `path` with `args` (argv[0] first); resolves once it runs. Rejects with SysError when it cannot be
+ * started.
+ */
+export async function spawn(path: string, args: string[]): Promise<Spawned> {
   const strings = args.map((a) => cstr(a));
   const argv = new BigUint64Array(strings.length + 1);
   strings.forEach((s, i) => (argv[i] = BigInt(Deno.UnsafePointer.value(Deno.UnsafePointer.of(s)))));
   const pidBuf = new Int32Array(2);
+  const file = cstr(path);
   const L = libc();
   const envp = new Deno.UnsafePointerView(L.environ!).getPointer();
-  const rc = L.posix_spawn(
+  // What the other thread reads stays referenced until it returned.
+  const keep: unknown[] = [strings, argv, file, pidBuf];
+  const rc = await L.posix_spawn(
     new Uint8Array(pidBuf.buffer),
-    cstr(path),
+    file,
     null,
     null,
     new Uint8Array(argv.buffer),
     envp,
   );
+  keep.length = 0;
   if (rc !== 0) throw new SysError(`posix_spawn ${path}`, rc);
   const pid = pidBuf[0];
   const pidfd = sys(SYS.pidfd_open, pid, 0);

@@ -71,6 +71,8 @@ export class StartLib {
    * trailing "/"). Resolves to `{ limit: dir }` when more than
    * `maxRules` rules were needed, null when the call failed (the caller carves in TypeScript, into a new
    * ruleset: this one may hold some of the rules); rejects with SysError when the kernel refused a rule.
+   * Otherwise the ruleset holds the rules, and it resolves to the function that decodes the rest of the answer
+   * (the start-up calls it once the launcher has its configuration).
    */
   async readFloor(
     o: {
@@ -84,7 +86,7 @@ export class StartLib {
       handled: bigint;
     },
     protect: readonly { path: string; builtin: boolean }[],
-  ): Promise<RawReadFloor | { limit: string } | null> {
+  ): Promise<(() => RawReadFloor) | { limit: string } | null> {
     const project = enc.encode(o.project + "\0");
     const grants = enc.encode(o.grants.map((g) => g + "\0").join(""));
     // Each protected path behind its flag: 1 builtin, 2 yours. start.c refuses a path that is not plain, and
@@ -119,7 +121,7 @@ export class StartLib {
         throw new SysError(`landlock_add_rule(${path})`, new DataView(out.buffer).getUint32(0, true));
       }
       if (n < 0) return null;
-      return decodeFloor(out.subarray(0, n));
+      return () => decodeFloor(out.subarray(0, n));
     }
     return null;
   }

@@ -299,9 +299,9 @@ export type ReportingStatus =
 
 const UNPRIVILEGED = "the kernel reports them to audit, which an unprivileged hallpass cannot read";
 /** CAP_AUDIT_READ (bit 37) in this process's effective set: checked before any socket (or FFI library). */
-function mayReadAudit(): boolean {
+function mayReadAudit(status?: string): boolean {
   try {
-    const m = /^CapEff:\s*([0-9a-f]+)$/m.exec(Deno.readTextFileSync("/proc/self/status"));
+    const m = /^CapEff:\s*([0-9a-f]+)$/m.exec(status ?? Deno.readTextFileSync("/proc/self/status"));
     return !m || ((BigInt(`0x${m[1]}`) >> 37n) & 1n) === 1n;
   } catch {
     return true; // no /proc: let the socket say
@@ -312,13 +312,13 @@ const statusWhy = (e: number) => `the audit status cannot be read (${errnoName(-
 
 /**
  * Joins the audit group when refused reads can be reported here, and asks whether audit is on (without
- * waiting for the answer); says why not otherwise.
+ * waiting for the answer); says why not otherwise. `status`: /proc/self/status when the caller read it already.
  */
-export function reportingStatus(abi: number): ReportingStatus {
+export function reportingStatus(abi: number, status?: string): ReportingStatus {
   if (abi < 7) {
     return { ok: false, why: `Landlock ABI 7 (Linux 6.15) logs denials; this kernel has ABI ${abi}` };
   }
-  if (!mayReadAudit()) return { ok: false, why: UNPRIVILEGED };
+  if (!mayReadAudit(status)) return { ok: false, why: UNPRIVILEGED };
   const reader = AuditReader.open();
   if (typeof reader === "number") {
     if (reader === -1) return { ok: false, why: UNPRIVILEGED };

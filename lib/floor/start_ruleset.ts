@@ -14,13 +14,18 @@ import type { StartLib } from "../../ffi/start.ts";
 import type { ReadProtection } from "../policy/secrets.ts";
 import { realCarveFs } from "./carve_fs.ts";
 import { type ReadFloor, readFloor } from "./read_floor.ts";
-import { type PackedReadFloor, readFloorFast } from "./read_floor_fast.ts";
+import { carveFast, type PackedReadFloor } from "./read_floor_fast.ts";
 
 export interface SessionRuleset {
+  /** The ruleset, complete. */
   fd: number;
   /** Paths of the write side and the execute floor that could not be opened (ffi/landlock.ts createRuleset). */
   skipped: string[];
-  reads: ReadFloor | PackedReadFloor;
+  /**
+   * The read side's carve (what was listed, for the start and exit lines and the supervisor): with the library,
+   * made from its output at the first call (lib/sandbox/run.ts makes it while the launcher applies the ruleset).
+   */
+  reads(): ReadFloor | PackedReadFloor;
 }
 
 /**
@@ -40,7 +45,7 @@ export async function sessionRuleset(
 ): Promise<SessionRuleset> {
   if (lib) {
     const fd = newRuleset(handles, abi);
-    const carving = readFloorFast(protection, project, lib, { fd, handled: handles.handledFs });
+    const carving = carveFast(protection, project, lib, { fd, handled: handles.handledFs });
     let skipped: string[];
     try {
       const rules = rulesFor({ rules: [] });
@@ -63,9 +68,12 @@ export async function sessionRuleset(
       close(fd);
       throw e;
     }
-    if (reads) return { fd, skipped, reads };
+    if (reads) {
+      let made: PackedReadFloor | undefined;
+      return { fd, skipped, reads: () => (made ??= reads()) };
+    }
     close(fd); // it may hold some of the read side's rules
   }
   const reads = readFloor(protection, project, realCarveFs, resolve);
-  return { ...createRuleset(rulesFor(reads), abi), reads };
+  return { ...createRuleset(rulesFor(reads), abi), reads: () => reads };
 }

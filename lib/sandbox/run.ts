@@ -133,13 +133,13 @@ function bundledFile(name: string, mode: number): string {
  */
 async function filterFd(opts: CliOptions): Promise<number> {
   const name = prebuiltFilterName(opts.mediate.connect);
+  // Paths, not URLs: Deno's first file operation on a URL costs ~0.4 ms more at start-up.
+  const path = (rel: string) => decodeURIComponent(new URL(`../../${rel}`, import.meta.url).pathname);
   try {
-    const built = Deno.statSync(new URL(`../../build/${name}`, import.meta.url)).mtime;
+    const built = Deno.statSync(path(`build/${name}`)).mtime;
     // From the sources, the plan may have changed since `make` (a compiled binary carries what make built).
     const stale = built === null ||
-      FILTER_SOURCES.some((f) =>
-        (Deno.statSync(new URL(`../../${f}`, import.meta.url)).mtime ?? built) > built
-      );
+      FILTER_SOURCES.some((f) => (Deno.statSync(path(f)).mtime ?? built) > built);
     if (!stale) {
       const fd = libc().openat(AT_FDCWD, cstr(bundledFile(name, 0o644)), O.RDONLY | O.CLOEXEC, 0);
       if (fd >= 0) return fd;
@@ -158,11 +158,13 @@ async function filterFd(opts: CliOptions): Promise<number> {
 
 /**
  * Whether this process already runs under hallpass: inside a seccomp filter, the magic request path answers
- * with something other than "no such file". Checked only when a filter is installed at all.
+ * with something other than "no such file". Checked only when a filter is installed at all (`status`:
+ * /proc/self/status, or why it could not be read).
  */
-function insideHallpass(): boolean {
+function insideHallpass(status: string | Error): boolean {
   try {
-    if (!/^Seccomp:\s*2$/m.test(Deno.readTextFileSync("/proc/self/status"))) return false;
+    if (status instanceof Error) throw status;
+    if (!/^Seccomp:\s*2$/m.test(status)) return false;
     new Deno.Command("/.hallpass/v1/check/write/%2F", { stdin: "null", stdout: "null", stderr: "null" })
       .outputSync();
     return true;
@@ -171,8 +173,15 @@ function insideHallpass(): boolean {
   }
 }
 
-function preflight(): number {
-  if (insideHallpass()) {
+/** The Landlock ABI, and /proc/self/status (read once: the refused-reads watch asks it too). */
+function preflight(): { abi: number; status: string | undefined } {
+  let status: string | Error;
+  try {
+    status = Deno.readTextFileSync("/proc/self/status");
+  } catch (e) {
+    status = e as Error;
+  }
+  if (insideHallpass(status)) {
     throw new HallpassError(
       "already running under hallpass: sandboxes cannot be nested (the kernel allows one seccomp supervisor per process)",
       "run the command directly: the hallpass around this one already mediates it",
@@ -191,7 +200,7 @@ function preflight(): number {
       "Linux ≥ 5.19 is needed; `hallpass doctor` says more",
     );
   }
-  return abi;
+  return { abi, status: typeof status === "string" ? status : undefined };
 }
 
 /**
@@ -206,7 +215,7 @@ export interface RunOutcome {
 }
 
 export async function runSandbox(opts: CliOptions, plan: Plan, interactive: boolean): Promise<RunOutcome> {
-  const abi = preflight();
+  const { abi, status: procStatus } = preflight();
   const userUmask = setUmask(0); // the supervisor applies the command's umask itself
   // fds above 2 hallpass was given reach the command only with --keep-fds (docs/threat-model.md).
   if (!opts.keepFds) closeInheritedOnExec();
@@ -239,6 +248,28 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
       Deno.exit(128 + signalNumber(sig));
     }, END_GRACE_MS);
   };
+
+  // The launcher starts first, on another thread (ffi/spawn.ts): it waits for its configuration (the ruleset, the
+  // filter) before it starts anything, and is ready by the time they are. If hallpass fails before it sends
+  // them, the launcher sees its socket close and exits (125) without a word.
+  const [mySock, childSock] = seqpacketPair();
+  setCloexec(childSock, false);
+  // The command can tell it runs under hallpass (e.g. for a PS1 marker: README). Set before the spawn, and not
+  // changed while it is in flight: the environment is read on the other thread.
+  Deno.env.set("HALLPASS", "1");
+  const startMs = Date.now();
+  let spawning: Promise<Spawned>;
+  try {
+    const path = launcherPath();
+    spawning = spawn(path, [path, String(childSock), plan.program, ...plan.argv]);
+  } catch (e) {
+    close(childSock);
+    throw new HallpassError(`cannot start the launcher: ${(e as Error).message}`, "rebuild with `make`");
+  }
+  // childSock is the launcher's once it runs (closed here then; no other process is started before that: it would
+  // inherit it); a failure is reported where the spawn is awaited, before the configuration is sent.
+  spawning = spawning.finally(() => close(childSock));
+  spawning.then((c) => (child = c), () => {});
 
   let backend: AskBackend;
   // On a terminal the command always runs on hallpass's pty, behind the output filter, whoever answers: with
@@ -317,28 +348,16 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     resolve,
   );
   building.catch(() => {}); // awaited below, after the filter (a failure there first must not go unhandled)
-  // The launcher starts meanwhile too: it waits for its configuration (the ruleset, the filter) before it
-  // starts anything.
-  const [mySock, childSock] = seqpacketPair();
-  setCloexec(childSock, false);
-  // The command can tell it runs under hallpass (e.g. for a PS1 marker: README).
-  Deno.env.set("HALLPASS", "1");
-  const startMs = Date.now();
-  try {
-    const path = launcherPath();
-    child = spawn(path, [path, String(childSock), plan.program, ...plan.argv]);
-  } catch (e) {
-    throw new HallpassError(`cannot start the launcher: ${(e as Error).message}`, "rebuild with `make`");
-  } finally {
-    close(childSock);
-  }
-  const launcher = child;
   // Refused reads are told to hallpass where the kernel lets it read them (lib/floor/refused_reads.ts).
-  const reporting = plan.reads.protect.length ? reportingStatus(abi) : null;
+  const reporting = plan.reads.protect.length ? reportingStatus(abi, procStatus) : null;
   const bpf = await filterFd(opts);
-  let built: SessionRuleset;
+  // Agents' own configuration (checked at exit: lib/sandbox/agent_config_check.ts), read while the read side is
+  // carved: before the command can start (it starts when its first exec is answered, below).
+  const cfg = agentConfigFiles(plan.home, plan.project, (k) => Deno.env.get(k));
+  const agentConfig = snapshotAgentConfig(cfg.files, cfg.dirs, plan);
+  let ruleset: SessionRuleset;
   try {
-    built = await building;
+    ruleset = await building;
   } catch (e) {
     if (!(e instanceof CarveLimitError)) throw e;
     throw new HallpassError(
@@ -346,36 +365,12 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
       "--allow-read the protected locations below that directory (`hallpass rules` lists them)",
     );
   }
-  const { reads, ...ruleset } = built;
-  // Said before the command starts; over a terminal the program owns, at exit instead.
-  const readLines = opts.quiet ? [] : readStartLines(reads, plan.reads, plan.project, plan.home);
-  if (plan.uncarved && !opts.quiet) {
-    readLines.unshift(
-      `hallpass: ${plan.uncarved}: every write there is decided and performed by hallpass this session (slower)`,
-    );
+  let launcher: Spawned;
+  try {
+    launcher = await spawning;
+  } catch (e) {
+    throw new HallpassError(`cannot start the launcher: ${(e as Error).message}`, "rebuild with `make`");
   }
-  if (!pty) readLines.forEach((l) => warn(l));
-  const launcherReal = reporting?.ok ? Deno.realPathSync(launcherPath()) : undefined;
-  const watch = reporting?.ok
-    ? new RefusedReadsWatch(
-      reporting.reader,
-      reporting.audit,
-      // Made when the first record comes (audit is on): from what the carve found at start (`real`; the
-      // resolver remembers each answer, and the carve asked every path this asks).
-      () =>
-        refusedInput(
-          plan.reads,
-          reads.before.keys(),
-          "real" in reads ? (p) => (reads as PackedReadFloor).real(p) ?? resolve(p) : resolve,
-          plan.home,
-          launcherReal,
-        ),
-    )
-    : null;
-  // Agents' own configuration (checked at exit: lib/sandbox/agent_config_check.ts), read while the launcher
-  // starts: it runs the command only once it has the message below.
-  const cfg = agentConfigFiles(plan.home, plan.project, (k) => Deno.env.get(k));
-  const agentConfig = snapshotAgentConfig(cfg.files, cfg.dirs, plan);
   stopSandbox = async () => {
     // SIGKILL to the command through the launcher (message K): it then kills every other descendant and exits.
     const msg = new Uint8Array(16);
@@ -401,7 +396,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   dv.setUint32(4, 1, true);
   dv.setUint32(
     8,
-    CFG.RULESET | CFG.WAIT_KILLABLE | (pty ? CFG.PTY : 0) | (watch ? CFG.LOG_DENIALS : 0),
+    CFG.RULESET | CFG.WAIT_KILLABLE | (pty ? CFG.PTY : 0) | (reporting?.ok ? CFG.LOG_DENIALS : 0),
     true,
   );
   dv.setUint32(12, userUmask, true);
@@ -409,6 +404,34 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   close(bpf);
   close(ruleset.fd);
   pty?.closeSlave();
+
+  // While the launcher applies them: what the carve found, and the lines said before the command starts (over
+  // a terminal the program owns, at exit instead).
+  const reads = ruleset.reads();
+  const readLines = opts.quiet ? [] : readStartLines(reads, plan.reads, plan.project, plan.home);
+  if (plan.uncarved && !opts.quiet) {
+    readLines.unshift(
+      `hallpass: ${plan.uncarved}: every write there is decided and performed by hallpass this session (slower)`,
+    );
+  }
+  if (!pty) readLines.forEach((l) => warn(l));
+  const launcherReal = reporting?.ok ? Deno.realPathSync(launcherPath()) : undefined;
+  const watch = reporting?.ok
+    ? new RefusedReadsWatch(
+      reporting.reader,
+      reporting.audit,
+      // Made when the first record comes (audit is on): from what the carve found at start (`real`; the
+      // resolver remembers each answer, and the carve asked every path this asks).
+      () =>
+        refusedInput(
+          plan.reads,
+          reads.before.keys(),
+          "real" in reads ? (p) => (reads as PackedReadFloor).real(p) ?? resolve(p) : resolve,
+          plan.home,
+          launcherReal,
+        ),
+    )
+    : null;
 
   // --- the listener, handed over by the command's process right after it installed the filter
   // On failure hallpass exits (125): its end of the socket closes and the launcher kills what it started.
