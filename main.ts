@@ -73,7 +73,7 @@ async function main(argv: string[], died: { signal: number | null }): Promise<nu
     case "run": {
       const plan = makePlan(inv.opts, (k) => Deno.env.get(k));
       const notice = plan.projectRules
-        ? await projectRulesNotice(plan.project, plan.projectRules, projectStateDir(plan.userRulesFile))
+        ? projectRulesNotice(plan.project, plan.projectRules, projectStateDir(plan.userRulesFile))
         : null;
       if (notice) console.error(notice);
       const interactive = Deno.stdin.isTerminal() && Deno.stdout.isTerminal();
