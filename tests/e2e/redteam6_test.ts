@@ -10,7 +10,7 @@
  * copilot (tests/setup_agents.sh) run outside afterwards; lib/sandbox/copilot_runtime.ts.
  */
 import { equal, ok as assert } from "node:assert/strict";
-import { bare, hallpass, hallpassLines, isRoot, scratch, scratchHome } from "./harness.ts";
+import { bare, compileHelper, hallpass, hallpassLines, isRoot, scratch, scratchHome } from "./harness.ts";
 import { setupAgents } from "../agents/session.ts";
 import { type Need, test, tool } from "../helpers/skip.ts";
 
@@ -255,6 +255,47 @@ for (const fast of ["1", "0"]) {
         equal(await py("judge", ids), "SAFE no-message");
       } finally {
         if (ids[0] !== "-1") await py("remove", ids).catch(() => {});
+        await s.cleanup();
+      }
+    },
+  });
+}
+
+/**
+ * The supervisor under a flood: 64 threads writing outside without pause, and children SIGKILLed at random
+ * points while their calls wait for a decision (the notification's process gone mid-decision). Judged outside:
+ * nothing made there, the session still decides (a write in the project done, one outside denied), hallpass
+ * ends with the command's status. Control: bare, the same program fills the directory.
+ */
+for (const fast of ["1", "0"]) {
+  test({
+    name:
+      `redteam6: a flood of denied writes and children killed mid-call leave nothing outside (fast path ${fast})`,
+    async fn() {
+      const prog = await compileHelper("notify_flood", ["-pthread"]);
+      const s = await scratch();
+      try {
+        const ctl = `${s.outside}/ctl`;
+        const ctlOut = `${s.outside}/ctl-out`;
+        await Deno.mkdir(ctl);
+        await Deno.mkdir(ctlOut);
+        const b = await bare([prog, ctlOut, ctl, "1"]);
+        equal(b.code, 0, b.stderr);
+        assert(b.stdout.includes("outside-after CREATED"), b.stdout);
+
+        const out = `${s.outside}/out`;
+        await Deno.mkdir(out);
+        const r = await hallpass(["--no-ask", "-q", "--", prog, out, s.project, "4"], {
+          cwd: s.project,
+          env: { HALLPASS_FAST_PATH: fast },
+        });
+        equal(r.code, 0, r.stderr);
+        assert(/outside-ok 0 denied [1-9]\d* project-after ok/.test(r.stdout), r.stdout);
+        assert(r.stdout.includes("outside-after Permission denied"), r.stdout);
+        const made: string[] = [];
+        for await (const e of Deno.readDir(out)) made.push(e.name);
+        equal(made.length, 0, `made outside: ${made.slice(0, 5).join(" ")}`);
+      } finally {
         await s.cleanup();
       }
     },
