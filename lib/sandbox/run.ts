@@ -45,6 +45,7 @@ import { checkNestedRepos, realRepoFs } from "./nested_repos.ts";
 import { checkProjectAgentConfig } from "./project_agent_config.ts";
 import { checkGeminiExtensions } from "./gemini_extensions.ts";
 import { checkCopilotRuntime } from "./copilot_runtime.ts";
+import { checkPythonStartup } from "./python_startup.ts";
 import { checkAgentConfig, snapshotAgentConfig } from "./agent_config_check.ts";
 import { agentConfigFiles } from "../policy/agent_config.ts";
 import { GIT_REASON } from "../policy/protected_paths.ts";
@@ -571,6 +572,7 @@ function nestedRepoLines(plan: Plan, startMs: number): string[] {
   r.lines.push(...checkProjectAgentConfig(r.agentDirs, { project: plan.project, startMs }, realRepoFs));
   r.lines.push(...checkGeminiExtensions(plan.home, startMs));
   r.lines.push(...checkCopilotRuntime(plan.home, Deno.env.get("XDG_CACHE_HOME"), startMs));
+  r.lines.push(...checkPythonStartup(plan.home, Deno.env.get("PYTHONUSERBASE"), startMs));
   if (r.incomplete) {
     r.lines.push(
       `hallpass: stopped looking for git repositories in ${plan.project} after ${r.entries} entries: hooks or ` +

@@ -12,7 +12,7 @@
 import { equal, ok as assert } from "node:assert/strict";
 import { bare, compileHelper, hallpass, hallpassLines, isRoot, scratch, scratchHome } from "./harness.ts";
 import { setupAgents } from "../agents/session.ts";
-import { type Need, test, tool } from "../helpers/skip.ts";
+import { type Need, probe, test, tool } from "../helpers/skip.ts";
 
 const SETUP = setupAgents(["copilot"]);
 const COPILOT = SETUP.get("copilot");
@@ -295,6 +295,85 @@ for (const fast of ["1", "0"]) {
         const made: string[] = [];
         for await (const e of Deno.readDir(out)) made.push(e.name);
         equal(made.length, 0, `made outside: ${made.slice(0, 5).join(" ")}`);
+      } finally {
+        await s.cleanup();
+      }
+    },
+  });
+}
+
+/**
+ * Python's user site-packages: `site` runs the `import` lines of every `*.pth` there, and imports a
+ * `usercustomize` module, at every python3 start (unless -s/-I). A project that is `$HOME` (or `--allow-path
+ * ~/.local`, what `pip install --user` needs) lets the sandbox write them; `python3 -c pass` outside is the
+ * judge. A `.pth` of the person's that the session did not touch stays.
+ */
+for (const how of ["project = $HOME", "--allow-path ~/.local"]) {
+  test({
+    name: `redteam6: python3's .pth and usercustomize in the user site (${how}) run nothing outside later`,
+    ignore: probe("python3 with a user site", () => {
+      const r = new Deno.Command("/usr/bin/python3", {
+        args: ["-c", "import site; print(site.ENABLE_USER_SITE)"],
+      }).outputSync();
+      return new TextDecoder().decode(r.stdout).trim() === "True" ? undefined : "python3's user site is off";
+    }),
+    async fn() {
+      const s = await scratchHome("hallpass-rt6-pth-");
+      try {
+        const ver = new TextDecoder().decode(
+          new Deno.Command("/usr/bin/python3", {
+            args: ["-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+          }).outputSync().stdout,
+        ).trim();
+        const site = (home: string) => `${home}/.local/lib/python${ver}/site-packages`;
+        const mark = (what: string) => `${s.outside}/python-ran-${what}`;
+        const script = (home: string) =>
+          [
+            `mkdir -p ${q(site(home))}`,
+            `echo 'import os; open(${JSON.stringify(mark("pth"))}, "w")' > ${q(`${site(home)}/zz-evil.pth`)}`,
+            `echo 'import os; open(${JSON.stringify(mark("mine"))}, "w")' >> ${q(`${site(home)}/mine.pth`)}`,
+            `echo 'open(${JSON.stringify(mark("usercustomize"))}, "w")' > ${
+              q(`${site(home)}/usercustomize.py`)
+            }`,
+          ].join(" && ");
+        const ran = async () => {
+          const got: string[] = [];
+          for (const w of ["pth", "mine", "usercustomize"]) {
+            if (await exists(mark(w))) got.push(w);
+            await Deno.remove(mark(w)).catch(() => {});
+          }
+          return got.join(",");
+        };
+        const python = (home: string) =>
+          bare(["/usr/bin/python3", "-c", "pass"], { env: { HOME: home, PATH: "/usr/bin:/bin" } });
+        const prepare = async (home: string) => {
+          await Deno.mkdir(site(home), { recursive: true });
+          await Deno.writeTextFile(`${site(home)}/mine.pth`, "# the person's own\n");
+          await Deno.writeTextFile(`${site(home)}/untouched.pth`, "# the person's own, left alone\n");
+        };
+
+        // Control: bare, every file runs at the next python3.
+        const ctl = `${s.outside}/ctl`;
+        await prepare(ctl);
+        const b = await bare(["sh", "-c", script(ctl)]);
+        equal(b.code, 0, b.stderr);
+        await python(ctl);
+        equal(await ran(), "pth,mine,usercustomize", "control");
+
+        await prepare(s.home);
+        await afterNewest(`${s.home}/.local`);
+        const args = how === "project = $HOME"
+          ? ["--no-ask", "--", "sh", "-c", script(s.home)]
+          : ["--no-ask", "--allow-path", `${s.home}/.local`, "--", "sh", "-c", script(s.home)];
+        const r = await hallpass(args, {
+          cwd: how === "project = $HOME" ? s.home : s.project,
+          env: { HOME: s.home, PATH: "/usr/bin:/bin" },
+        });
+        equal(r.code, 0, r.stderr);
+        await python(s.home);
+        equal(await ran(), "", `python3 outside ran what the sandbox wrote:\n${r.stderr}`);
+        equal(hallpassLines(r).filter((l) => l.includes("every python3")).length, 3, r.stderr);
+        assert(await exists(`${site(s.home)}/untouched.pth`), "a .pth the session did not touch was moved");
       } finally {
         await s.cleanup();
       }

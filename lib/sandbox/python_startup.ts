@@ -1,0 +1,89 @@
+/**
+ * What every Python start runs from the user's site-packages, checked at exit: each `*.pth` file there is read
+ * by `site` at every interpreter start and its `import` lines run, and a `usercustomize` (or `sitecustomize`)
+ * module there is imported — for every python3 run outside, by the person or by any tool written in Python,
+ * without asking (red team: a project that is `$HOME`, or `--allow-path ~/.local` for `pip install --user`,
+ * wrote one; `python3 -c pass` outside ran it; tests/e2e/redteam6_test.ts).
+ *
+ * The user's base is `$PYTHONUSERBASE` when absolute, else `~/.local`; its site directories are
+ * `lib/python*\/site-packages`. Such a file (or module directory, or compiled form) made or changed during the
+ * session (ctime) is moved to `lib/pythonX.Y/site-packages.hallpass-quarantined/` beside it, out of Python's
+ * reach, and named (a package `pip install --user` put there in the session loses its `.pth`: move it back). A
+ * symlink made in the session at `lib`, `pythonX.Y` or `site-packages` is moved aside the same way.
+ *
+ * @module
+ */
+import { moveInto } from "./gemini_extensions.ts";
+import { realRepoFs, type RepoFs } from "./nested_repos.ts";
+import { visible } from "../ui/sanitize.ts";
+
+const QUARANTINE = ".hallpass-quarantined";
+/** Names `site` runs: `*.pth`, and the modules usercustomize / sitecustomize in any form (.py, .pyc, .so, a package). */
+const RUNS = /(\.pth$)|^(usercustomize|sitecustomize)(\.|$)/;
+
+type Fs = RepoFs & { moveInto?(from: string, dir: string, name: string): boolean };
+
+export function checkPythonStartup(
+  home: string,
+  userBase: string | undefined,
+  startMs: number,
+  fs: Fs = realRepoFs,
+): string[] {
+  const since = Math.floor(startMs / 1000) * 1000 - 1000;
+  const changed = (st: { ctimeMs: number } | undefined) => st !== undefined && st.ctimeMs >= since;
+  const base = userBase?.startsWith("/") ? userBase.replace(/\/+$/, "") : `${home}/.local`;
+  const out: string[] = [];
+  const shown = (p: string) => visible(p.startsWith(home + "/") ? `~${p.slice(home.length)}` : p);
+  const aside = (from: string, dir: string, name: string, why: string) => {
+    let at = "";
+    for (let k = 1; k < 100 && !at; k++) {
+      const to = `${dir}${k > 1 ? `.${k}` : ""}`;
+      let n = name;
+      for (let i = 2; fs.lstat(`${to}/${n}`) !== undefined && i < 100; i++) n = `${name}.${i}`;
+      if ((fs.moveInto ?? moveInto)(from, to, n)) at = `${to}/${n}`;
+    }
+    out.push(
+      `hallpass: ${shown(from)}: ${why}: ${
+        at ? `moved to ${shown(at)}` : "COULD NOT move it aside"
+      }; every python3 started without hallpass would run it (docs/threat-model.md)`,
+    );
+  };
+  const lib = `${base}/lib`;
+  const lst = fs.lstat(lib);
+  if (lst?.kind === "symlink") {
+    if (changed(lst)) aside(lib, `${base}/lib${QUARANTINE}`, "lib", "made a symlink during the session");
+    return out;
+  }
+  for (const v of fs.list(lib) ?? []) {
+    if (!v.name.startsWith("python")) continue;
+    const vp = `${lib}/${v.name}`;
+    if (v.kind === "symlink") {
+      if (changed(fs.lstat(vp))) {
+        aside(vp, `${lib}/python${QUARANTINE}`, v.name, "made a symlink during the session");
+      }
+      continue;
+    }
+    if (v.kind !== "dir") continue;
+    const site = `${vp}/site-packages`;
+    const qdir = `${site}${QUARANTINE}`;
+    const sst = fs.lstat(site);
+    if (sst?.kind === "symlink") {
+      if (changed(sst)) aside(site, qdir, "site-packages", "made a symlink during the session");
+      continue;
+    }
+    if (sst?.kind !== "dir") continue;
+    for (const e of fs.list(site) ?? []) {
+      if (!RUNS.test(e.name)) continue;
+      const p = `${site}/${e.name}`;
+      const st = fs.lstat(p);
+      // A link is judged by where it leads too; a package by its entries (a file rewritten in place).
+      const target = st?.kind === "symlink" ? fs.real(p) : undefined;
+      const touched = changed(st) || (target !== undefined && changed(fs.lstat(target))) ||
+        (st?.kind === "dir" && (fs.list(p) ?? []).some((c) => changed(fs.lstat(`${p}/${c.name}`))));
+      if (touched) {
+        aside(p, qdir, e.name, "a file Python runs at every start, made or changed during the session");
+      }
+    }
+  }
+  return out;
+}
