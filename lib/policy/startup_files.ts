@@ -52,6 +52,12 @@ export function startupFiles(home: string, config: string): { kind: "exact" | "t
     // gpg: the agent runs `pinentry-program` when a key is used (a signed commit); gpg runs `agent-program`
     ".gnupg/gpg-agent.conf",
     ".gnupg/gpg.conf",
+    // readline (every bash, python REPL): a macro bound to Enter types a command; gdb runs `shell` lines at
+    // its start, psql `\!`, sqlite3 `.system`
+    ".inputrc",
+    ".gdbinit",
+    ".psqlrc",
+    ".sqliterc",
     // ssh: who may log in and what runs at a login; the client's config names commands (ProxyCommand)
     ".ssh/authorized_keys",
     ".ssh/authorized_keys2",
@@ -65,8 +71,12 @@ export function startupFiles(home: string, config: string): { kind: "exact" | "t
     { kind: "exact", path: `${config}/lesskey` },
     // fish's snippets, desktop autostart entries, systemd user units and their environment
     { kind: "exact", path: `${config}/tmux/tmux.conf` },
+    { kind: "exact", path: `${config}/gdb/gdbinit` },
     { kind: "tree", path: `${home}/.vim` },
-    ...["fish/conf.d", "autostart", "systemd/user", "environment.d", "nvim"].map((d) => ({
+    // oh-my-zsh: its whole tree is sourced at every zsh start (plugins, custom/*.zsh, the completion cache)
+    { kind: "tree", path: `${home}/.oh-my-zsh` },
+    // fish/functions: a NAME.fish there is run for the command NAME (`ls.fish` shadows ls)
+    ...["fish/conf.d", "fish/functions", "autostart", "systemd/user", "environment.d", "nvim"].map((d) => ({
       kind: "tree" as const,
       path: `${config}/${d}`,
     })),

@@ -380,3 +380,74 @@ for (const how of ["project = $HOME", "--allow-path ~/.local"]) {
     },
   });
 }
+
+/**
+ * More files programs run at their start, with the project `$HOME`: gdb runs `~/.gdbinit`'s `shell` lines (the
+ * judge here: `gdb -batch` outside), readline's `~/.inputrc` can bind Enter to a macro that types a command,
+ * psql runs `~/.psqlrc`'s `\!`, sqlite3 `~/.sqliterc`'s `.system`, fish a `functions/NAME.fish` for the command
+ * NAME, zsh with oh-my-zsh everything under `~/.oh-my-zsh`. Protected paths (lib/policy/startup_files.ts):
+ * under --no-ask none is written. Control: bare, each is written and gdb runs its line.
+ */
+test({
+  name:
+    "redteam6: ~/.gdbinit, ~/.inputrc, ~/.psqlrc, ~/.sqliterc, fish functions and ~/.oh-my-zsh are protected",
+  ignore: tool("gdb"),
+  async fn() {
+    const s = await scratchHome("hallpass-rt6-rc-");
+    try {
+      const mark = `${s.outside}/gdb-ran`;
+      const files = [
+        [".gdbinit", `shell touch ${mark}`],
+        [".inputrc", String.raw`"\C-m": " ; touch /tmp/x\n"`],
+        [".psqlrc", String.raw`\! touch /tmp/x`],
+        [".sqliterc", ".system touch /tmp/x"],
+        [".config/fish/functions/ls.fish", "function ls; touch /tmp/x; end"],
+        [".oh-my-zsh/custom/x.zsh", "touch /tmp/x"],
+      ];
+      const script = files.map(([f, line]) =>
+        `mkdir -p "$(dirname ${q(f)})" 2>/dev/null; printf '%s\\n' ${q(line)} >> ${q(f)}`
+      ).join("; ") + "; true";
+      const written = async (home: string) => {
+        const got: string[] = [];
+        for (const [f] of files) {
+          if (await exists(`${home}/${f}`)) {
+            got.push(f);
+          }
+        }
+        return got.join(" ");
+      };
+      const gdb = (home: string) =>
+        bare(["gdb", "-batch", "-ex", "quit"], { env: { HOME: home, PATH: "/usr/bin:/bin" }, cwd: home });
+
+      const ctl = `${s.outside}/ctl`;
+      await Deno.mkdir(ctl);
+      const b = await bare(["sh", "-c", `cd "$HOME" && ${script}`], {
+        env: { HOME: ctl, PATH: "/usr/bin:/bin" },
+      });
+      equal(b.code, 0, b.stderr);
+      equal(
+        await written(ctl),
+        files.map(([f]) =>
+          f
+        ).join(" "),
+        "control",
+      );
+      await gdb(ctl);
+      assert(await exists(mark), "control: gdb did not run ~/.gdbinit");
+      await Deno.remove(mark);
+
+      for (const fast of ["1", "0"]) {
+        const r = await hallpass(["--no-ask", "--", "sh", "-c", `cd "$HOME" && ${script}`], {
+          cwd: s.home,
+          env: { HOME: s.home, PATH: "/usr/bin:/bin", HALLPASS_FAST_PATH: fast },
+        });
+        equal(r.code, 0, r.stderr);
+        equal(await written(s.home), "", `fast path ${fast}: written:\n${r.stderr}`);
+        await gdb(s.home);
+        assert(!(await exists(mark)), "gdb outside ran the sandbox's line");
+      }
+    } finally {
+      await s.cleanup();
+    }
+  },
+});
