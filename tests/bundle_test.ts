@@ -46,10 +46,11 @@ Deno.test("bundle start.ts: what the start-up path's modules import from each ot
   assert.equal(
     out,
     [
-      `export { default as __s0_default } from "./lib/d.ts";`,
-      `export { a as __s1_a, b as __s1_b } from "./lib/x.ts";`,
-      `export { d as __s2_d, e as __s2_e, f as __s2_f } from "./lib/y.ts";`,
-      `export * as __s3 from "./lib/z.ts";`,
+      `import { default as __s0_default } from "./lib/d.ts";`,
+      `import { a as __s1_a, b as __s1_b } from "./lib/x.ts";`,
+      `import { d as __s2_d, e as __s2_e, f as __s2_f } from "./lib/y.ts";`,
+      `import * as __s3 from "./lib/z.ts";`,
+      `export const __start = [__s0_default, __s1_a, __s1_b, __s2_d, __s2_e, __s2_f, __s3];`,
       "",
     ].join("\n"),
   );

@@ -79,12 +79,13 @@ export function rewrite(text: string, rel: string, npm: (name: string) => string
 }
 
 /**
- * start.ts: every binding the start-up path's modules import from each other, re-exported (as `__sN_name`).
- * Each lazy entry re-exports it, so that what the start-up path uses is reached from every entry point and
- * the bundler puts it in one shared chunk (one file to load at start; otherwise it splits that code by which
- * lazy modules use it too, ~10 files), and nothing the start-up path does not use is pulled into that chunk.
- * Only where code lands depends on it, never what runs: a name it misses leaves its code in a second chunk
- * (tests/bundle_test.ts checks the bundle's start is one chunk).
+ * start.ts: every binding the start-up path's modules import from each other, in one array (`__start`: an
+ * array, not a namespace of ~300 getters, which took 62 KB of code cache where this takes 21). Each lazy entry
+ * re-exports it, so that what the start-up path uses is reached from every entry point and the bundler puts it
+ * in one shared chunk (one file to load at start; otherwise it splits that code by which lazy modules use it
+ * too, ~10 files), and nothing the start-up path does not use is pulled into that chunk. Only where code lands
+ * depends on it, never what runs: a name it misses leaves its code in a second chunk (tests/e2e/
+ * bundle_run_test.ts checks that the start is one chunk).
  */
 export function startReexports(read: (rel: string) => string): string {
   const names = new Map<string, Set<string> | "all">();
@@ -111,11 +112,19 @@ export function startReexports(read: (rel: string) => string): string {
     }
   };
   walk("main.ts");
-  return [...names].sort(([a], [b]) => a < b ? -1 : 1).map(([m, got], i) =>
-    got === "all"
-      ? `export * as __s${i} from "./${m}";\n`
-      : `export { ${[...got].sort().map((n) => `${n} as __s${i}_${n}`).join(", ")} } from "./${m}";\n`
-  ).join("");
+  const imports: string[] = [];
+  const values: string[] = [];
+  [...names].sort(([a], [b]) => a < b ? -1 : 1).forEach(([m, got], i) => {
+    if (got === "all") {
+      imports.push(`import * as __s${i} from "./${m}";\n`);
+      values.push(`__s${i}`);
+      return;
+    }
+    const local = [...got].sort().map((n) => [n, `__s${i}_${n}`]);
+    imports.push(`import { ${local.map(([n, l]) => `${n} as ${l}`).join(", ")} } from "./${m}";\n`);
+    values.push(...local.map(([, l]) => l));
+  });
+  return `${imports.join("")}export const __start = [${values.join(", ")}];\n`;
 }
 
 function copyTree(dir: string, src: string, lazy: Set<string>) {
@@ -169,7 +178,7 @@ if (import.meta.main) {
     const entry = `${src}/${lazyFile(m).replace(/\.js$/, ".ts")}`;
     Deno.writeTextFileSync(
       entry,
-      `import * as start from "./start.ts";\nexport const __start = start;\nexport * from "./${m}";\n`,
+      `export { __start } from "./start.ts";\nexport * from "./${m}";\n`,
     );
     return entry;
   });
