@@ -21,7 +21,7 @@ import {
   sendAuditMessage,
 } from "../../ffi/audit.ts";
 import { errnoName } from "../../ffi/errors.ts";
-import { formatSource } from "../policy/policy.ts";
+import { formatSource } from "../policy/rule_source.ts";
 import { quoteTarget } from "../policy/rules_file.ts";
 import { tilde } from "./read_floor.ts";
 import type { Protection } from "../policy/secrets.ts";

@@ -44,6 +44,7 @@ import { isDynamicLoader } from "./loader.ts";
 import { formatRule } from "./rules_file.ts";
 import type { Op, PathScope, Rule, RuleSource } from "../types.ts";
 import { UsageError } from "../types.ts";
+import { formatSource } from "./rule_source.ts";
 
 /** What the policy says about one operation. Shared and frozen: do not mutate. */
 export interface Decision {
@@ -113,21 +114,7 @@ export interface PathEntry {
   readonly conditional: boolean;
 }
 
-/** Where a rule came from, in a few words. */
-export function formatSource(s: RuleSource): string {
-  switch (s.kind) {
-    case "cli":
-      return s.option;
-    case "file":
-      return `${s.file}:${s.line}`;
-    case "answer":
-      return `answer by ${s.by}`;
-    case "request":
-      return `hallpass-request #${s.requestId}`;
-    case "builtin":
-      return `builtin: ${s.what}`;
-  }
-}
+export { formatSource };
 
 const ASK: Decision = Object.freeze({ effect: "ask", why: "no rule covers it" });
 const ASK_WRITABLE: Decision = Object.freeze({

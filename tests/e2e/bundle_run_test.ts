@@ -149,8 +149,12 @@ test({
   const xterm = (f: string) => Deno.readTextFileSync(`${ROOT}/build/js/${f}`).includes("@xterm/headless");
   assert(![...start].some(xterm), "xterm.js is in the start-up path");
   assert([...loads("lazy-lib_ui_pty_session.js")].some(xterm), "the terminal's files have no xterm.js");
-  // The fast path's side (lib/supervisor/host.ts's import()) is loaded at the first trapped call.
-  assert(!Deno.readTextFileSync(`${ROOT}/build/js/${chunk}`).includes("// build/bundle-src/ffi/fastpath.ts"));
+  // The fast path's side (lib/supervisor/host.ts's import()) is loaded at the first trapped call, and the
+  // decision's code (lib/policy/policy.ts) by whatever decides.
+  const startText = Deno.readTextFileSync(`${ROOT}/build/js/${chunk}`);
+  for (const m of ["ffi/fastpath.ts", "lib/supervisor/fast_roots.ts", "lib/policy/policy.ts"]) {
+    assert(!startText.includes(`// build/bundle-src/${m}\n`), `${m} is in the start chunk`);
+  }
   // The Worker's bundle is one file: it loads no module of the main thread's (a second copy of its state).
   assert(
     !/\bimport\(|from "\.\//.test(Deno.readTextFileSync(`${ROOT}/build/js/worker.js`)),
