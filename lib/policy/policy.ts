@@ -42,7 +42,7 @@ import { BUILTIN_GROUPS, expandGroup, type ReadonlyGroupTable } from "./exec_gro
 import { formatScope, globCovers, globDir, parsePathScope, scopeSpecificity } from "./path_scope.ts";
 import { isDynamicLoader } from "./loader.ts";
 import { formatRule } from "./rules_file.ts";
-import type { Op, PathScope, Rule, RuleSource } from "../types.ts";
+import type { Op, PathScope, Rule } from "../types.ts";
 import { UsageError } from "../types.ts";
 import { formatSource } from "./rule_source.ts";
 
