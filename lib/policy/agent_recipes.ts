@@ -69,6 +69,12 @@ export interface Recipe {
    * (lib/sandbox/agent_start_files.ts).
    */
   startFiles?: { path: string; content: string; why: string; unlessEnv?: string }[];
+  /**
+   * Where the agent may be installed inside its own write scopes (claude's "local" install in
+   * `~/.claude/local`, which the person's `claude` alias runs): protected when there at start, so the sandbox
+   * cannot rewrite the program the person runs next, outside hallpass (see {@link agentProgramPaths}).
+   */
+  installedIn?: string[];
 }
 
 const w = (scope: string, why: string): RecipeRule => ({ scope, why });
@@ -94,6 +100,7 @@ export const RECIPES: Recipe[] = [
       w("{package}/**", "its own package (when installed outside the system directories)"),
       w("~/.local/share/claude/versions/**", "the native build its installer puts there"),
     ],
+    installedIn: ["~/.claude/local"],
     startFiles: [{
       path: "~/.claude.json",
       // claude 2.1.332 takes `{}` for a fresh state without a word (an empty file: "was empty ... starting with
@@ -240,6 +247,37 @@ export function recipeRules(name: string, opts: RecipeContext): { rule: Rule; wh
         why: `${e.why} (the sandbox can write there too: a program put there runs without a question)`,
       });
     }
+  }
+  return out;
+}
+
+/**
+ * The agent's own program, as the person runs it outside hallpass: the first `DIR/PROGRAM` in `$PATH` (as
+ * named, and where it leads), its npm package directory, and the recipe's `installedIn` directories that exist.
+ * Protected paths (lib/policy/protected_paths.ts): a recipe's write scope, or the project, may hold them (red
+ * team: claude's local install in `~/.claude/local`, inside `~/.claude/**`, rewritten by the sandbox, ran at the
+ * person's next `claude`).
+ */
+export function agentProgramPaths(
+  name: string,
+  opts: RecipeContext,
+): { kind: "exact" | "tree"; path: string }[] {
+  const r = RECIPES.find((x) => x.name === name);
+  if (!r) return [];
+  const out: { kind: "exact" | "tree"; path: string }[] = [];
+  for (const dir of (opts.pathEnv ?? "").split(":")) {
+    if (!dir.startsWith("/") || !exists(`${dir}/${r.program}`)) continue;
+    out.push({ kind: "exact", path: `${dir}/${r.program}` });
+    try {
+      out.push({ kind: "exact", path: Deno.realPathSync(`${dir}/${r.program}`) });
+    } catch { /* dangling: the name is enough */ }
+    break;
+  }
+  const pkg = r.package ? findPackageDir(r.program, r.package, opts.pathEnv ?? "") : undefined;
+  if (pkg) out.push({ kind: "tree", path: pkg });
+  for (const d of r.installedIn ?? []) {
+    const p = d.replace(/^~(?=\/|$)/, opts.home);
+    if (exists(p)) out.push({ kind: "tree", path: p });
   }
   return out;
 }

@@ -48,6 +48,7 @@ export const RULES_FILE_REASON = "a rules file hallpass reads at start";
 export const LOG_REASON = "hallpass's log of its decisions (--log)";
 export const OWN_PROGRAM_REASON = "hallpass's own program: the next session runs it outside the sandbox";
 export const ASK_PROGRAM_REASON = "hallpass runs it outside the sandbox to answer questions (--ask-program)";
+export const AGENT_PROGRAM_REASON = "the agent's own program: you run it outside the sandbox too";
 
 /** What {@link findProtectedPaths} reads; injected so that the discovery is a unit test. */
 export interface ProtectFs {
@@ -164,6 +165,8 @@ export interface FindOptions {
    * run instead. Each `DIR/hallpass` (the name, existing or not) is protected.
    */
   pathDirs?: string[];
+  /** The `--agent`s' own programs (lib/policy/agent_recipes.ts agentProgramPaths). */
+  agentPrograms?: { kind: "exact" | "tree"; path: string }[];
 }
 
 /**
@@ -311,6 +314,7 @@ export function findProtectedPaths(o: FindOptions, fs: ProtectFs): ProtectedPath
     const dir = d.startsWith("/") ? fs.real(d) : undefined;
     if (dir && fs.kind(dir) === "dir") add("exact", `${dir === "/" ? "" : dir}/hallpass`, OWN_PROGRAM_REASON);
   }
+  for (const a of o.agentPrograms ?? []) add(a.kind, fs.real(a.path), AGENT_PROGRAM_REASON);
   for (const f of o.askProgramFiles ?? []) {
     const real = fs.real(f);
     if (fs.kind(real) === "file") add("exact", real, ASK_PROGRAM_REASON);

@@ -10,7 +10,12 @@ import { lookupInPath } from "../policy/path_lookup.ts";
 import { type ReadRule, type Rule, UsageError } from "../types.ts";
 import { FS, type LandlockRuleset, NET, SCOPE } from "../../ffi/landlock.ts";
 import { formatScope } from "../policy/path_scope.ts";
-import { agentRules, agentStartFiles, shellHistoryRules } from "../policy/agent_recipes.ts";
+import {
+  agentProgramPaths,
+  agentRules,
+  agentStartFiles,
+  shellHistoryRules,
+} from "../policy/agent_recipes.ts";
 import { pagerHistoryRules } from "../policy/pager_history.ts";
 import { builtinConnectRules } from "../policy/socket_policy.ts";
 import { findProtectedPaths, holesOf, type ProtectedPath, realProtectFs } from "../policy/protected_paths.ts";
@@ -302,6 +307,7 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
     // Compiled: hallpass itself; from source: the deno that runs it (the next session runs it outside too).
     ownBinary: Deno.execPath(),
     pathDirs: pathEnv.split(":"),
+    agentPrograms: o.agents.flatMap((n) => agentProgramPaths(n, { home, cwd, pathEnv })),
   }, realProtectFs);
   const carvedFloor = carveFloor(floor, [
     ...holesOf(prot, isDir),

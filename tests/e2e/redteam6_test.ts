@@ -451,3 +451,59 @@ test({
     }
   },
 });
+
+/**
+ * Claude Code's "local" install lives in `~/.claude/local` (the person's `claude` alias or `$PATH` runs
+ * `~/.claude/local/claude`, which claude 2.1 still knows), inside the recipe's `~/.claude/**`: the sandbox
+ * rewrote the program the person runs next, outside hallpass. The agent's own program (its `$PATH` entry,
+ * where it leads, its package, `~/.claude/local` when there) is a protected path. Judged by running that
+ * `claude` outside afterwards; the session's ordinary state writes in `~/.claude` still go through.
+ */
+test({
+  name: "redteam6: claude's local install in ~/.claude/local is not rewritten under --agent claude",
+  async fn() {
+    const s = await scratchHome("hallpass-rt6-claudelocal-");
+    try {
+      const mark = `${s.outside}/claude-ran-sandbox-code`;
+      const install = async (home: string) => {
+        await Deno.mkdir(`${home}/.claude/local`, { recursive: true });
+        await Deno.writeTextFile(`${home}/.claude/local/claude`, "#!/bin/sh\necho the real claude\n");
+        await Deno.chmod(`${home}/.claude/local/claude`, 0o755);
+      };
+      const env = (home: string) => ({ HOME: home, PATH: `${home}/.claude/local:/usr/bin:/bin` });
+      const script = [
+        `printf 'touch %s\\n' ${q(mark)} >> "$HOME/.claude/local/claude"`,
+        `mkdir -p "$HOME/.claude/todos" && echo x > "$HOME/.claude/todos/t.json"`,
+      ].join("; ");
+      const runClaude = (home: string) => bare([`${home}/.claude/local/claude`], { env: env(home) });
+
+      const ctl = `${s.outside}/ctl`;
+      await install(ctl);
+      const b = await bare(["sh", "-c", script], { env: env(ctl) });
+      equal(b.code, 0, b.stderr);
+      await runClaude(ctl);
+      assert(await exists(mark), "control: the rewritten claude did not run");
+      await Deno.remove(mark);
+
+      await install(s.home);
+      for (const fast of ["1", "0"]) {
+        const r = await hallpass(["--no-ask", "--agent", "claude", "--", "sh", "-c", script], {
+          cwd: s.project,
+          env: { ...env(s.home), HALLPASS_FAST_PATH: fast },
+        });
+        await runClaude(s.home);
+        assert(
+          !(await exists(mark)),
+          `fast path ${fast}: claude outside ran the sandbox's line:\n${r.stderr}`,
+        );
+        assert(
+          await exists(`${s.home}/.claude/todos/t.json`),
+          `fast path ${fast}: claude's state: ${r.stderr}`,
+        );
+        await Deno.remove(`${s.home}/.claude/todos/t.json`);
+      }
+    } finally {
+      await s.cleanup();
+    }
+  },
+});
