@@ -18,6 +18,7 @@ import { realRepoFs, type RepoFs } from "./nested_repos.ts";
 import { visible } from "../ui/sanitize.ts";
 
 const QUARANTINE = ".hallpass-quarantined";
+const MAX_MOVES = 100;
 /** Names `site` runs: `*.pth`, and the modules usercustomize / sitecustomize in any form (.py, .pyc, .so, a package). */
 const RUNS = /(\.pth$)|^(usercustomize|sitecustomize)(\.|$)/;
 
@@ -72,17 +73,35 @@ export function checkPythonStartup(
       continue;
     }
     if (sst?.kind !== "dir") continue;
+    const touched: string[] = [];
     for (const e of fs.list(site) ?? []) {
       if (!RUNS.test(e.name)) continue;
       const p = `${site}/${e.name}`;
       const st = fs.lstat(p);
       // A link is judged by where it leads too; a package by its entries (a file rewritten in place).
       const target = st?.kind === "symlink" ? fs.real(p) : undefined;
-      const touched = changed(st) || (target !== undefined && changed(fs.lstat(target))) ||
-        (st?.kind === "dir" && (fs.list(p) ?? []).some((c) => changed(fs.lstat(`${p}/${c.name}`))));
-      if (touched) {
-        aside(p, qdir, e.name, "a file Python runs at every start, made or changed during the session");
-      }
+      if (
+        changed(st) || (target !== undefined && changed(fs.lstat(target))) ||
+        (st?.kind === "dir" && (fs.list(p) ?? []).some((c) => changed(fs.lstat(`${p}/${c.name}`))))
+      ) touched.push(e.name);
+    }
+    if (touched.length > MAX_MOVES) {
+      // Over MAX_MOVES (a sandbox making hallpass's exit crawl, one rename each): the directory at once.
+      aside(
+        site,
+        qdir,
+        "site-packages",
+        `${touched.length} files Python runs at every start, made or changed during the session`,
+      );
+      continue;
+    }
+    for (const name of touched) {
+      aside(
+        `${site}/${name}`,
+        qdir,
+        name,
+        "a file Python runs at every start, made or changed during the session",
+      );
     }
   }
   return out;
