@@ -3,7 +3,7 @@
  * The ruleset fd is handed to the launcher, which calls landlock_restrict_self in the command's process.
  */
 import { SysError } from "./errors.ts";
-import { close, errno, libc, O, ptrOf, SYS, sys } from "./libc.ts";
+import { close, errno, fdType, libc, O, ptrOf, SYS, sys } from "./libc.ts";
 
 export const FS = {
   EXECUTE: 1n << 0n,
@@ -110,7 +110,7 @@ export function addRules(fd: number, plan: LandlockRuleset): string[] {
       continue;
     }
     try {
-      const isDir = dir ?? Deno.statSync(`/proc/self/fd/${pfd}`).isDirectory;
+      const isDir = dir ?? fdType(pfd) === 0o040000;
       const allowed = (isDir ? access : access & FILE_RIGHTS) & plan.handledFs;
       if (allowed === 0n) continue;
       rv.setBigUint64(0, allowed, true);

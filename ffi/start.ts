@@ -26,8 +26,11 @@ export interface RawReadFloor {
   /** How many rules `rules` holds (u64 access, u8 1 file / 2 directory, path, NUL): the ruleset has them. */
   ruleCount: number;
   rules: Uint8Array<ArrayBuffer>;
-  /** The carved directories, each with the names it held and their inode numbers (non-directories). */
-  carved: { path: string; names: Map<string, number | undefined> }[];
+  /**
+   * The carved directories, each with the names it held and their inode numbers (non-directories): made when
+   * asked (hundreds of names as root, not needed before the command starts).
+   */
+  carved: { path: string; names: () => Map<string, number | undefined> }[];
   hardLinked: string[];
   dropped: string[];
   /**
@@ -142,15 +145,13 @@ function decodeFloor(out: Uint8Array<ArrayBuffer>): RawReadFloor {
   o += 8;
   const rules = out.slice(o, o + bytes);
   o += bytes;
-  // The binary part first (counts, inode numbers), then every string, decoded at once.
-  const entries: { hasIno: boolean; ino: number }[][] = [];
+  // The binary part first (counts, inode numbers: read when the names are asked), then every string, decoded
+  // at once.
+  const entries: { at: number; count: number }[] = [];
   for (let k = u32(); k > 0; k--) {
-    const dir = [];
-    for (let e = u32(); e > 0; e--) {
-      dir.push({ hasIno: out[o] === 1, ino: Number(dv.getBigUint64(o + 1, true)) });
-      o += 9;
-    }
-    entries.push(dir);
+    const count = u32();
+    entries.push({ at: o, count });
+    o += 9 * count;
   }
   const nHard = u32();
   const nDropped = u32();
@@ -160,10 +161,18 @@ function decodeFloor(out: Uint8Array<ArrayBuffer>): RawReadFloor {
   o += 8;
   const strs = dec.decode(out.subarray(o, o + strBytes)).split("\0");
   let s = 0;
-  const carved = entries.map((dir) => {
-    const path = strs[s++];
-    const names = new Map<string, number | undefined>();
-    for (const e of dir) names.set(strs[s++], e.hasIno ? e.ino : undefined);
+  const carved = entries.map(({ at, count }) => {
+    const path = strs[s];
+    const first = s + 1;
+    s += 1 + count;
+    const names = () => {
+      const m = new Map<string, number | undefined>();
+      for (let e = 0; e < count; e++) {
+        const b = at + 9 * e;
+        m.set(strs[first + e], out[b] === 1 ? Number(dv.getBigUint64(b + 1, true)) : undefined);
+      }
+      return m;
+    };
     return { path, names };
   });
   const hardLinked = strs.slice(s, s + nHard);

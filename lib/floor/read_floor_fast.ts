@@ -81,6 +81,8 @@ function packed(
   const byPath = <T extends { path: string }>(a: T, b: T) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
   const carved = r.carved.sort(byPath);
   let known: Map<string, string> | null = null;
+  // What each carved directory held: made at the first use (the supervisor's, after the command's first exec).
+  let before: Map<string, Map<string, number | undefined>> | undefined;
   return {
     rules: [],
     packed: { rules: r.rules, count: r.ruleCount },
@@ -88,7 +90,9 @@ function packed(
     listed: r.listed,
     hardLinked: [...new Set(r.hardLinked)].sort(),
     dropped: [...new Set(r.dropped)].sort(),
-    before: new Map(carved.map((c) => [c.path, c.names])),
+    get before() {
+      return (before ??= new Map(carved.map((c) => [c.path, c.names()])));
+    },
     inProject: r.notKept.map((i) => protect[i].path),
     real(path) {
       const at = (i: number) => (i < protect.length ? protect[i].path : readable[i - protect.length]);

@@ -302,7 +302,8 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
 
   // The sandbox's own terminal: the pty it runs on, or (without one) the terminal of fds 0-2. No other terminal
   // of the person's is writable without asking (lib/supervisor/other_terminals.ts).
-  for (const t of pty ? [pty.slavePath] : ownTerminals()) addTerminal(plan, t);
+  const terminals = pty ? [pty.slavePath] : ownTerminals();
+  for (const t of terminals) addTerminal(plan, t);
 
   // --- kernel objects, and the launcher
   for (
@@ -343,7 +344,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     rulesFor,
     landlockPlan(plan, abi, opts.mediate.connect, noPerson ? [] : undefined, { rules: [] }),
     abi,
-    withTerminalReads(plan.reads, pty ? [pty.slavePath] : ownTerminals()),
+    withTerminalReads(plan.reads, terminals),
     plan.project,
     start,
     resolve,
