@@ -353,10 +353,6 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   // Refused reads are told to hallpass where the kernel lets it read them (lib/floor/refused_reads.ts).
   const reporting = plan.reads.protect.length ? reportingStatus(abi, procStatus) : null;
   const bpf = await filterFd(opts);
-  // Agents' own configuration (checked at exit: lib/sandbox/agent_config_check.ts), read while the read side is
-  // carved: before the command can start (it starts when its first exec is answered, below).
-  const cfg = agentConfigFiles(plan.home, plan.project, (k) => Deno.env.get(k));
-  const agentConfig = snapshotAgentConfig(cfg.files, cfg.dirs, plan);
   let ruleset: SessionRuleset;
   try {
     ruleset = await building;
@@ -373,6 +369,27 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   } catch (e) {
     throw new HallpassError(`cannot start the launcher: ${(e as Error).message}`, "rebuild with `make`");
   }
+  const cfgMsg = new Uint8Array(16);
+  const dv = new DataView(cfgMsg.buffer);
+  dv.setUint32(0, MAGIC, true);
+  dv.setUint32(4, 1, true);
+  dv.setUint32(
+    8,
+    CFG.RULESET | CFG.WAIT_KILLABLE | (pty ? CFG.PTY : 0) | (reporting?.ok ? CFG.LOG_DENIALS : 0),
+    true,
+  );
+  dv.setUint32(12, userUmask, true);
+  sendWithFds(mySock, cfgMsg, [bpf, ruleset.fd, ...(pty ? [pty.slaveFd] : [])]);
+  close(bpf);
+  close(ruleset.fd);
+  pty?.closeSlave();
+
+  // While the launcher applies them (all before the command can start: it starts when its first exec is
+  // answered, below): agents' own configuration, checked at exit (lib/sandbox/agent_config_check.ts); what the
+  // carve found, and the lines said before the command starts (over a terminal the program owns, at exit
+  // instead).
+  const cfg = agentConfigFiles(plan.home, plan.project, (k) => Deno.env.get(k));
+  const agentConfig = snapshotAgentConfig(cfg.files, cfg.dirs, plan);
   stopSandbox = async () => {
     // SIGKILL to the command through the launcher (message K): it then kills every other descendant and exits.
     const msg = new Uint8Array(16);
@@ -392,23 +409,6 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
       checkAgentConfig(agentConfig, plan.home, startMs).forEach((l) => console.error(l));
     }
   };
-  const cfgMsg = new Uint8Array(16);
-  const dv = new DataView(cfgMsg.buffer);
-  dv.setUint32(0, MAGIC, true);
-  dv.setUint32(4, 1, true);
-  dv.setUint32(
-    8,
-    CFG.RULESET | CFG.WAIT_KILLABLE | (pty ? CFG.PTY : 0) | (reporting?.ok ? CFG.LOG_DENIALS : 0),
-    true,
-  );
-  dv.setUint32(12, userUmask, true);
-  sendWithFds(mySock, cfgMsg, [bpf, ruleset.fd, ...(pty ? [pty.slaveFd] : [])]);
-  close(bpf);
-  close(ruleset.fd);
-  pty?.closeSlave();
-
-  // While the launcher applies them: what the carve found, and the lines said before the command starts (over
-  // a terminal the program owns, at exit instead).
   const reads = ruleset.reads();
   const readLines = opts.quiet ? [] : readStartLines(reads, plan.reads, plan.project, plan.home);
   if (plan.uncarved && !opts.quiet) {
