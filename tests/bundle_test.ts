@@ -4,7 +4,13 @@
  * `import.meta.url` keeps naming the module's source file, the Worker is worker.js.
  */
 import assert from "node:assert/strict";
-import { lazyFile, lazyName, rewrite, startReexports } from "../helper/bundle/bundle.ts";
+import {
+  answerXtermNodeCheck,
+  lazyFile,
+  lazyName,
+  rewrite,
+  startReexports,
+} from "../helper/bundle/bundle.ts";
 
 const npm = (name: string) => `/nm/${name}/main.js`;
 
@@ -121,4 +127,16 @@ Deno.test("bundle rewrite: every lazyImport call in the sources is rewritten (no
     assert.ok(!/(?<![\w.:] ?)import\("\.{1,2}\/[^"]+"\)(?!\.\w)/.test(out), `${f}: a dynamic import left`);
   }
   assert.ok(calls >= 5, `found ${calls} lazyImport calls`);
+});
+
+Deno.test("bundle: xterm.js's Node check is answered (true, as under Deno), once or not at all", () => {
+  const check = `"undefined"!=typeof process&&"title"in process`;
+  assert.equal(
+    answerXtermNodeCheck(`t.isNode=${check};const s=t.isNode?"node":n;`),
+    `t.isNode=true;const s=t.isNode?"node":n;`,
+  );
+  assert.equal(answerXtermNodeCheck(`a=${check};b=${check};`), `a=${check};b=${check};`);
+  assert.equal(answerXtermNodeCheck("no check"), "no check");
+  // What the check says under Deno: the value the bundle puts in its place.
+  assert.equal("undefined" != typeof process && "title" in process, true);
 });

@@ -33,6 +33,32 @@ function npmFile(name: string): string {
   return `${dir}/${pkg.main ?? "index.js"}`;
 }
 
+/** xterm.js's one look at the global `process` (is it running on Node?). */
+const XTERM_IS_NODE = `"undefined"!=typeof process&&"title"in process`;
+
+/**
+ * xterm.js with its Node check answered: under Deno the global `process` exists and has a title, so the check
+ * is always true, but touching `process` makes Deno load its Node compatibility layer (~20–60 ms of CPU at
+ * every terminal session's start; a `deno run --cpu-prof` of the import: loadExtScript, node:process,
+ * assert, util.inspect, events). Left as it is when the text is not found exactly once (another version):
+ * tests/e2e/bundle_run_test.ts then fails.
+ */
+export function answerXtermNodeCheck(text: string): string {
+  return text.split(XTERM_IS_NODE).length === 2 ? text.replace(XTERM_IS_NODE, "true") : text;
+}
+
+/** npmFile, with @xterm/headless copied to `src` with its Node check answered. */
+function npmFileIn(src: string): (name: string) => string {
+  return (name) => {
+    const file = npmFile(name);
+    if (name !== "@xterm/headless") return file;
+    const copy = `${src}/npm/@xterm/headless.js`;
+    Deno.mkdirSync(`${src}/npm/@xterm`, { recursive: true });
+    Deno.writeTextFileSync(copy, answerXtermNodeCheck(Deno.readTextFileSync(file)));
+    return copy;
+  };
+}
+
 const LAZY = /lazyImport<(?:[^<>]|<[^<>]*>)*>\(\s*new URL\(("[^"]+"), import\.meta\.url\),?\s*\)/g;
 
 /** A lazily imported module's path as a name (`lib/ui/terminal.ts` → `lib_ui_terminal`). */
@@ -139,7 +165,7 @@ function copyFile(rel: string, src: string, lazy: Set<string>) {
   const text = Deno.readTextFileSync(`${rootPath}${rel}`);
   const target = `${src}/${rel}`;
   Deno.mkdirSync(target.slice(0, target.lastIndexOf("/")), { recursive: true });
-  Deno.writeTextFileSync(target, rewrite(text, rel, npmFile, lazy));
+  Deno.writeTextFileSync(target, rewrite(text, rel, npmFileIn(src), lazy));
 }
 
 function bundle(args: string[]) {
