@@ -12,6 +12,7 @@
  *
  * @module
  */
+import { hookManagerFiles } from "./hook_managers.ts";
 import {
   formatScope,
   globDir,
@@ -280,6 +281,14 @@ export function findProtectedPaths(o: FindOptions, fs: ProtectFs): ProtectedPath
     }
   }
   for (const h of hookPaths) add("tree", fs.real(h), GIT_REASON);
+  // What hook managers' hooks run from the working tree (lib/policy/hook_managers.ts).
+  const managed = [
+    ...gitDirs.filter((g) => g.worktree).map((g) => ({ hooks: `${g.dir}/hooks`, worktree: g.worktree! })),
+    ...[...hookPaths].map((h) => ({ hooks: fs.real(h), worktree: gitDirs[0]?.worktree ?? project })),
+  ];
+  for (const m of managed) {
+    for (const f of hookManagerFiles(m.hooks, m.worktree, fs)) add(f.kind, fs.real(f.path), GIT_REASON);
+  }
 
   // Shell startup files and what runs at login: by their canonical names (`~/.bashrc -> dot/bashrc`).
   // (each directory made canonical once; a name there only when it is a symlink: most are not there)

@@ -58,6 +58,8 @@ export function startupFiles(home: string, config: string): { kind: "exact" | "t
     ".gdbinit",
     ".psqlrc",
     ".sqliterc",
+    // husky 9 sources these before every hook it runs, in every repository using it
+    ".huskyrc",
     // ssh: who may log in and what runs at a login; the client's config names commands (ProxyCommand)
     ".ssh/authorized_keys",
     ".ssh/authorized_keys2",
@@ -72,6 +74,7 @@ export function startupFiles(home: string, config: string): { kind: "exact" | "t
     // fish's snippets, desktop autostart entries, systemd user units and their environment
     { kind: "exact", path: `${config}/tmux/tmux.conf` },
     { kind: "exact", path: `${config}/gdb/gdbinit` },
+    { kind: "exact", path: `${config}/husky/init.sh` },
     { kind: "tree", path: `${home}/.vim` },
     // oh-my-zsh: its whole tree is sourced at every zsh start (plugins, custom/*.zsh, the completion cache)
     { kind: "tree", path: `${home}/.oh-my-zsh` },

@@ -507,3 +507,74 @@ test({
     }
   },
 });
+
+/** husky 9's `_/h` (what `husky` writes), which every hook in `.husky/_` sources: it runs `.husky/HOOK`. */
+const HUSKY_H = `#!/usr/bin/env sh
+[ "$HUSKY" = "2" ] && set -x
+n=$(basename "$0")
+s=$(dirname "$(dirname "$0")")/$n
+[ ! -f "$s" ] && exit 0
+i="\${XDG_CONFIG_HOME:-$HOME/.config}/husky/init.sh"
+[ -f "$i" ] && . "$i"
+[ "\${HUSKY-}" = "0" ] && exit 0
+export PATH="node_modules/.bin:$PATH"
+sh -e "$s" "$@"
+c=$?
+[ $c != 0 ] && echo "husky - $n script failed (code $c)"
+exit $c
+`;
+
+/**
+ * Git hook managers run project files as hooks: husky 9 sets `core.hooksPath = .husky/_` and its hooks run
+ * `.husky/pre-commit`, a file in the working tree, not in the hooks directory. The sandbox appended a line to it
+ * and the person's next `git commit` outside ran it. The judge is that commit, outside.
+ */
+test({
+  name: "redteam6: husky's .husky/pre-commit is a hook: the sandbox cannot change what git commit runs",
+  ignore: [tool("git"), tool("sh")],
+  async fn() {
+    const s = await scratch();
+    try {
+      const mark = `${s.outside}/husky-ran-sandbox-code`;
+      const git = (dir: string, ...args: string[]) =>
+        bare(["git", "-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", ...args], {
+          env: { HOME: s.outside, PATH: "/usr/bin:/bin" },
+        });
+      const setup = async (dir: string) => {
+        equal((await git(dir, "init", "-q")).code, 0);
+        await Deno.mkdir(`${dir}/.husky/_`, { recursive: true });
+        await Deno.writeTextFile(`${dir}/.husky/_/h`, HUSKY_H);
+        await Deno.writeTextFile(`${dir}/.husky/_/pre-commit`, '#!/usr/bin/env sh\n. "$(dirname "$0")/h"\n');
+        await Deno.chmod(`${dir}/.husky/_/pre-commit`, 0o755);
+        await Deno.writeTextFile(`${dir}/.husky/pre-commit`, "echo the person lint\n");
+        equal((await git(dir, "config", "core.hooksPath", ".husky/_")).code, 0);
+      };
+      const script = `printf 'touch %s\\n' ${q(mark)} >> .husky/pre-commit`;
+
+      const ctl = `${s.outside}/ctl`;
+      await Deno.mkdir(ctl);
+      await setup(ctl);
+      equal((await bare(["sh", "-c", script], { cwd: ctl })).code, 0);
+      const c = await git(ctl, "commit", "-q", "--allow-empty", "-m", "x");
+      equal(c.code, 0, c.stderr);
+      assert(await exists(mark), "control: git commit did not run .husky/pre-commit");
+      await Deno.remove(mark);
+
+      await setup(s.project);
+      for (const fast of ["1", "0"]) {
+        const r = await hallpass(["--no-ask", "--", "sh", "-c", script], {
+          cwd: s.project,
+          env: { HALLPASS_FAST_PATH: fast },
+        });
+        const g = await git(s.project, "commit", "-q", "--allow-empty", "-m", "x");
+        equal(g.code, 0, g.stderr);
+        assert(
+          !(await exists(mark)),
+          `fast path ${fast}: git commit outside ran the sandbox's line:\n${r.stderr}`,
+        );
+      }
+    } finally {
+      await s.cleanup();
+    }
+  },
+});
