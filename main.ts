@@ -12,6 +12,8 @@ import { UsageError } from "./lib/types.ts";
 import { RulesError } from "./lib/policy/rules_file.ts";
 import { dieOfSignal } from "./ffi/signal.ts";
 import { lazyImport } from "./lib/util/lazy_import.ts";
+import { errorLine } from "./lib/cli/error_line.ts";
+import { checkLogFile } from "./lib/cli/log_file.ts";
 
 /** `died.signal`: the signal the command died of, if it did (lib/sandbox/run.ts {@link RunOutcome}). */
 async function main(argv: string[], died: { signal: number | null }): Promise<number> {
@@ -71,6 +73,7 @@ async function main(argv: string[], died: { signal: number | null }): Promise<nu
       return await answerMain(a);
     }
     case "run": {
+      if (inv.opts.logPath !== undefined) checkLogFile("--log", inv.opts.logPath);
       const plan = makePlan(inv.opts, (k) => Deno.env.get(k));
       const notice = plan.projectRules
         ? projectRulesNotice(plan.project, plan.projectRules, projectStateDir(plan.userRulesFile))
@@ -91,7 +94,7 @@ if (import.meta.main) {
     code = await main(Deno.args, died);
   } catch (e) {
     if (e instanceof UsageError) {
-      console.error(`hallpass: ${e.message}`);
+      console.error(`hallpass: ${errorLine(e.message)}`);
       const sub = /^(agent|answer): /.exec(e.message)?.[1];
       console.error(
         e instanceof RulesError
@@ -100,14 +103,16 @@ if (import.meta.main) {
       );
       code = 125;
     } else if (e instanceof CommandError) {
-      console.error(`hallpass: ${e.message}`);
+      console.error(`hallpass: ${errorLine(e.message)}`);
       code = e.status;
     } else if (e instanceof HallpassError) {
-      console.error(`hallpass: ${e.message}`);
-      if (e.hint) console.error(`hint: ${e.hint}`);
+      console.error(`hallpass: ${errorLine(e.message)}`);
+      if (e.hint) console.error(`hint: ${errorLine(e.hint)}`);
       code = 125;
+    } else if (e instanceof Deno.errors.BrokenPipe) {
+      code = 141; // what was printed goes to a reader that left (`| head`): quietly, as a program SIGPIPE ended
     } else {
-      console.error(`hallpass: internal error: ${e instanceof Error ? e.message : String(e)}`);
+      console.error(`hallpass: internal error: ${errorLine(e instanceof Error ? e.message : String(e))}`);
       console.error("hint: please report this with `hallpass doctor` output");
       code = 125;
     }

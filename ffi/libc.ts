@@ -424,6 +424,17 @@ export function executableOnDisk(path: string): boolean {
   return !path.includes("\0") && libc().access(cstr(path), 1 /* X_OK */) === 0;
 }
 
+/**
+ * Opens the FIFO at `path` for writing without waiting for a reader: the fd (close-on-exec), or -errno (ENXIO:
+ * nobody has it open for reading, where a plain open would block until someone does).
+ */
+export function openFifoWriterNow(path: string): number {
+  if (path.includes("\0")) return -22; // EINVAL
+  const O_WRONLY = 0o1, O_NONBLOCK = 0o4000, O_CLOEXEC = 0o2000000;
+  const fd = libc().openat(AT_FDCWD, cstr(path), O_WRONLY | O_NONBLOCK | O_CLOEXEC, 0);
+  return fd < 0 ? -errno() : fd;
+}
+
 /** Whether `path` exists on the real file system (not the embedded one of a compiled binary); see above for NUL. */
 export function existsOnDisk(path: string): boolean {
   return !path.includes("\0") && libc().access(cstr(path), 0 /* F_OK */) === 0;

@@ -33,7 +33,7 @@ import {
   podRuleFiles,
   type ProcessState,
 } from "./runtime_state.ts";
-import { Errno } from "../../ffi/errors.ts";
+import { Errno, SysError } from "../../ffi/errors.ts";
 import { concatBytes } from "../util/bytes.ts";
 
 export interface AgentOptions {
@@ -120,11 +120,11 @@ export class Agent {
       if (this.#removeStale(this.#o.socket)) {
         this.#warn(`hallpass agent: removed ${this.#o.socket}, left by an agent that is gone`);
       }
-      this.#listenFd = listenUnix(this.#o.socket);
+      this.#listenFd = listenOrSay(this.#o.socket);
     }
     const hp = this.#o.socket + ".handover";
     this.#removeStale(hp);
-    this.#handoverFd = listenUnix(hp, "seqpacket");
+    this.#handoverFd = listenOrSay(hp, "seqpacket");
     if (service) {
       // Taken over: the old agent gave its address up at the end of the hand-over; the same address here.
       await service.listen(inherited >= 0 ? 10_000 : 0);
@@ -477,5 +477,24 @@ function isCompleteJson(data: Uint8Array): boolean {
     return true;
   } catch {
     return false;
+  }
+}
+
+/**
+ * listenUnix, its failure said in one line with what to do (`hallpass agent` by hand on a node without the
+ * DaemonSet's /var/run/hallpass, or as an ordinary user): a usage error, not an internal one.
+ */
+function listenOrSay(path: string, type?: "stream" | "seqpacket"): number {
+  try {
+    return listenUnix(path, type);
+  } catch (e) {
+    if (!(e instanceof SysError)) throw e;
+    const dir = path.slice(0, path.lastIndexOf("/")) || "/";
+    const why = e.code === "ENOENT"
+      ? `${dir} does not exist (mkdir -p ${dir}, or give --socket PATH)`
+      : e.code === "EACCES" || e.code === "EPERM"
+      ? `permission denied (the node agent runs as root; as yourself, give --socket PATH in a directory of yours)`
+      : e.code;
+    throw new UsageError(`cannot listen on ${path}: ${why}`);
   }
 }

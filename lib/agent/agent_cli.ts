@@ -6,6 +6,8 @@ import { parseDuration } from "../policy/duration.ts";
 import { UsageError } from "../types.ts";
 import type { AgentOptions } from "./agent.ts";
 import { DEFAULT_LISTENER_PATH, seccompProfile } from "./profile.ts";
+import { errorLine } from "../cli/error_line.ts";
+import { checkLogFile } from "../cli/log_file.ts";
 
 export const AGENT_HELP = `usage: hallpass agent [OPTIONS]
        hallpass agent --print-profile [--connect] [--protect] [--socket PATH]
@@ -114,6 +116,7 @@ export function parseAgentArgs(argv: string[]): AgentInvocation {
   if (reads) throw new UsageError("agent: --protect goes with --print-profile");
   if (o.listen && !o.tokenFile) throw new UsageError("agent: --listen needs --token-file (who may answer)");
   if (o.tokenFile && !o.listen) throw new UsageError("agent: --token-file goes with --listen");
+  if (o.logPath !== null && o.logPath !== "/dev/stdout") checkLogFile("agent: --log", o.logPath);
   if (o.rulesDir !== null) {
     try {
       if (!Deno.statSync(o.rulesDir).isDirectory) throw new Error("not a directory");
@@ -137,7 +140,7 @@ export async function agentCommand(argv: string[]): Promise<number> {
     return 0;
   }
   const { Agent } = await import("./agent.ts");
-  const warn = (l: string) => console.error(l);
+  const warn = (l: string) => console.error(errorLine(l)); // names from pods and paths: never raw escapes
   const agent = new Agent(inv.opts, warn);
   const onSignal = () => {
     warn("hallpass agent: stopping; the containers' mediated calls now fail (ENOSYS) until an agent is back");

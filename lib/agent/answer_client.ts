@@ -23,6 +23,7 @@ import { DEFAULT_FOR_MS, loadTokens, podLabel } from "./answer_service.ts";
 import { ProcessHooks } from "../ui/process_hooks.ts";
 import { AgentFeed, keyOf, merged, type RemoteQuestion } from "./agent_feed.ts";
 import { parseAnswerLine } from "../ask/answer_line.ts";
+import { errorLine } from "../cli/error_line.ts";
 
 /** Options of {@linkcode answerMain}: the agents' URLs, the token (given or in a file), the JSON mode. */
 export interface AnswerOptions {
@@ -135,7 +136,7 @@ export async function answerMain(o: AnswerOptions): Promise<number> {
   try {
     token = await readToken(o);
   } catch (e) {
-    console.error(`hallpass answer: ${(e as Error).message}`);
+    console.error(`hallpass answer: ${errorLine((e as Error).message)}`);
     return 2;
   }
   if (o.json) return await answerJson(o.agents, token);
@@ -150,7 +151,7 @@ export async function answerMain(o: AnswerOptions): Promise<number> {
     return await tui.run();
   } catch (e) {
     tui.restore();
-    console.error(`hallpass answer: internal error: ${(e as Error).message}`);
+    console.error(`hallpass answer: internal error: ${errorLine((e as Error).message)}`);
     return 1;
   }
 }
@@ -263,7 +264,7 @@ class AnswerTui {
     clearInterval(tick);
     await Promise.race([loops, new Promise((r) => setTimeout(r, 500))]);
     this.restore();
-    if (this.#fatal) console.error(`hallpass answer: ${this.#fatal}`);
+    if (this.#fatal) console.error(`hallpass answer: ${errorLine(this.#fatal)}`);
     return this.#exitCode;
   }
 
@@ -497,7 +498,7 @@ async function answerJson(agents: string[], token: string): Promise<number> {
   const follows = feeds.map(async (f) => {
     const refused = await f.follow(onChange);
     if (refused) {
-      console.error(`hallpass answer: ${refused}`);
+      console.error(`hallpass answer: ${errorLine(refused)}`);
       code = 1;
       stop.abort();
     }

@@ -10,11 +10,15 @@ import { formatScope, normalizePath } from "../policy/path_scope.ts";
 import { formatProtected, protectedHit } from "../policy/protected_paths.ts";
 import { formatRule } from "../policy/rules_file.ts";
 import { UsageError } from "../types.ts";
+import { visible } from "../ui/sanitize.ts";
 import { readRulesLines, readVerdict } from "./secrets_command.ts";
 import { notEnforcedLines, readFloor } from "../floor/read_floor.ts";
 import { existingResolver, realCarveFs } from "../floor/carve_fs.ts";
 
 export function rulesCommand(args: string[], opts: CliOptions): number {
+  // Targets, rules and paths may hold control characters (the project's rules file is the sandbox's to write):
+  // every line is printed visible (lib/ui/sanitize.ts), never as raw escapes.
+  const console = { log: (l: string) => globalThis.console.log(visible(l)) };
   const plan = makePlan({ ...opts, command: ["/bin/sh"] }, (k) => Deno.env.get(k));
   const policy: Policy = new Policy(plan.rules, {
     home: plan.home,

@@ -25,7 +25,7 @@ import { realCarveFs } from "../floor/carve_fs.ts";
 import { type ReadProtection, readProtection } from "../policy/secrets.ts";
 import { readPath } from "../policy/rules_file.ts";
 import { type GroupTable, newGroupTable } from "../policy/exec_groups.ts";
-import { exists, lstatIfThere, statIfThere } from "../util/exists.ts";
+import { exists, lstatIfThere, statIfThere, unreachable } from "../util/exists.ts";
 import { stdioCharDevices } from "../util/stdio_devices.ts";
 
 export interface Plan {
@@ -123,6 +123,11 @@ export function readRulesFile(
   } catch (e) {
     if (e instanceof UsageError) throw e;
     if (e instanceof Deno.errors.NotFound) throw new UsageError(`${file}: no such file`);
+    if (e instanceof Deno.errors.PermissionDenied) {
+      throw new UsageError(
+        `${file}: permission denied (it, or a directory on the way to it, is not readable)`,
+      );
+    }
     throw new UsageError(`${file}: ${(e as Error).message}`);
   }
   const real = (() => {
@@ -267,7 +272,10 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
     }
   }
   const fileOpts = { project, cwd, home, pathEnv, reads, groups };
-  if (statIfThere(userRulesFile)?.isFile) rules.push(...readRulesFile(userRulesFile, fileOpts));
+  // Unreadable (a directory on the way denies search) is said, as an unreadable file is: not taken as missing.
+  if (statIfThere(userRulesFile)?.isFile || unreachable(userRulesFile)) {
+    rules.push(...readRulesFile(userRulesFile, fileOpts));
+  }
   for (const f of o.rulesFiles) rules.push(...readRulesFile(f, fileOpts));
   // The project's file is a project file by where it sits (never read through a symlink): it only narrows.
   const projectRules = readProjectRules(project);

@@ -1,4 +1,4 @@
-import { existsOnDisk, lexistsOnDisk } from "../../ffi/libc.ts";
+import { errno, existsOnDisk, lexistsOnDisk } from "../../ffi/libc.ts";
 
 /**
  * Whether `p` names something here (symlinks followed: a dangling one does not). Asked with access(2) (ffi/libc.ts
@@ -37,4 +37,13 @@ export function lexists(p: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Whether `p` cannot even be looked for: a directory on the way denies search (access(2) EACCES), as with a
+ * `chmod 000 ~/.config/hallpass`. Such a file is not "missing": the caller says so instead of going on without it.
+ */
+export function unreachable(p: string): boolean {
+  if (p.includes("\0") || existsOnDisk(p)) return false;
+  return errno() === 13; // EACCES
 }
