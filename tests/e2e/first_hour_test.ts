@@ -1,0 +1,194 @@
+/**
+ * A new user's and an operator's first hour with bad input (README.md "Exit status"): each entry point answers
+ * one clear line (and a hint) with the README's exit status, never a raw escape sequence or newline from an
+ * argument, never an internal error, never a hung session, and runs nothing.
+ */
+import { deepStrictEqual as assertEquals, match, ok as assert } from "node:assert/strict";
+import { exists, hallpass, HALLPASS_ARGV, HALLPASS_BIN, isRoot, ROOT, scratch } from "./harness.ts";
+import { test } from "../helpers/skip.ts";
+
+/** An argument a terminal would obey: set the window title, clear the screen, a newline, and C1 CSI (U+009B). */
+const HOSTILE = "\x1b]0;pwned\x07\x1b[2J\nline2\u009bX";
+
+/** No byte of `text` that a terminal would take as a control function (ESC, BEL, C1), no newline but line ends. */
+function assertInert(text: string, what: string): void {
+  // deno-lint-ignore no-control-regex
+  assert(
+    !/[\x00-\x08\x0b-\x1f\x7f-\x9f]/.test(text),
+    `${what}: a control character reached the output:\n${text}`,
+  );
+  assert(!/^line2/m.test(text), `${what}: the argument's newline started a line:\n${text}`);
+}
+
+Deno.test("control characters in arguments reach the terminal visible, never raw, at every entry point", async () => {
+  const s = await scratch();
+  try {
+    const marker = `${s.project}/ran`; // the project: the command could make it
+    const run = ["--", "sh", "-c", `touch ${marker}`];
+    const cases: [string[], number][] = [
+      [["--no-ask", "--", HOSTILE], 127],
+      [[`--${HOSTILE}`, ...run], 125],
+      [["--project", HOSTILE, ...run], 125],
+      [["--rules", HOSTILE, ...run], 125],
+      [["--agent", HOSTILE, ...run], 125],
+      [["--allow-exec", HOSTILE, ...run], 125],
+      [["--allow-path", `${s.outside}/${HOSTILE}`, ...run], 125],
+      [["--for", HOSTILE, ...run], 125],
+      [["--log", `${s.outside}/missing/${HOSTILE}`, ...run], 125],
+      [["rules", "write", HOSTILE], 0],
+      [["rules", "exec", HOSTILE], 125],
+      [["agent", "--rules", HOSTILE], 125],
+      [["agent", "--listen", HOSTILE], 125],
+      [["answer", "--token-file", `${s.outside}/${HOSTILE}`, "--agent", "http://127.0.0.1:9"], 2],
+    ];
+    for (const [args, code] of cases) {
+      const what = JSON.stringify(args);
+      const r = await hallpass(args, { cwd: s.project, timeoutMs: 60_000 });
+      assertEquals(r.code, code, `${what}: ${r.stderr}`);
+      assertInert(r.stderr, what);
+      assertInert(r.stdout, what);
+      assert(!r.stderr.includes("internal error"), `${what}: ${r.stderr}`);
+      if (code !== 0) {
+        assert(r.stderr.trim().split("\n").length <= 2, `${what}: more than a line and a hint:\n${r.stderr}`);
+      }
+      assert(!(await exists(marker)), `${what}: the command ran`);
+    }
+    // The user sees what was given, made visible.
+    const nf = await hallpass(["--no-ask", "--", HOSTILE], { cwd: s.project });
+    assert(nf.stderr.includes("^[]0;pwned^G^[[2J\\nline2<U+009B>X: command not found"), nf.stderr);
+  } finally {
+    await s.cleanup();
+  }
+});
+
+Deno.test("--log a file hallpass cannot write: 125 and one line before the command runs, never mid-run or a hang", async () => {
+  const s = await scratch();
+  try {
+    const marker = `${s.project}/ran`;
+    // A denial, so the log is written during the run (where an unusable log used to stop the sandbox).
+    const cmd = ["--no-ask", "--", "sh", "-c", `touch ${marker}; echo > ${s.outside}/denied; true`];
+    await Deno.mkdir(`${s.outside}/dir`);
+    const fifo = `${s.outside}/fifo`;
+    await new Deno.Command("mkfifo", { args: [fifo] }).output();
+    const cases: [string, RegExp][] = [
+      [`${s.outside}/missing/log`, /--log .*\/missing\/log: no such directory .*\/missing$/m],
+      [`${s.outside}/dir`, /--log .*\/dir: is a directory$/m],
+      [fifo, /--log .*\/fifo: a FIFO nobody reads \(start its reader first\)$/m], // used to block for ever
+    ];
+    for (const [log, said] of cases) {
+      const t0 = Date.now();
+      const r = await hallpass(["--log", log, ...cmd], { cwd: s.project, timeoutMs: 60_000 });
+      assertEquals(r.code, 125, `${log}: ${r.stderr}`);
+      match(r.stderr, said);
+      assert(!r.stderr.includes("supervisor failed"), r.stderr);
+      assert(!(await exists(marker)), `${log}: the command ran (${Date.now() - t0} ms)`);
+      assert(!(await exists(`${s.outside}/missing`)), "a directory was made");
+    }
+    // Control: a FIFO whose reader is there gets the decision lines (the reader sees no end before them).
+    const reader = new Deno.Command("cat", { args: [fifo], stdout: "piped" }).spawn();
+    const r = await hallpass(["--log", fifo, ...cmd], { cwd: s.project, timeoutMs: 60_000 });
+    assertEquals(r.code, 0, r.stderr);
+    const got = new TextDecoder().decode((await reader.output()).stdout);
+    match(got, /"decision":"deny"/);
+    // And a new regular file is made and written.
+    const file = `${s.outside}/new.jsonl`;
+    assertEquals((await hallpass(["--log", file, ...cmd], { cwd: s.project })).code, 0);
+    match(await Deno.readTextFile(file), /"decision":"deny"/);
+  } finally {
+    await s.cleanup();
+  }
+});
+
+Deno.test("hallpass agent where its socket cannot be made: one line saying what to do, 125, not an internal error", async () => {
+  const s = await scratch();
+  try {
+    const r = await hallpass(["agent", "--socket", `${s.outside}/run/agent.sock`], { timeoutMs: 60_000 });
+    assertEquals(r.code, 125, r.stderr);
+    match(
+      r.stderr,
+      /^hallpass: agent: cannot listen on .*\/run\/agent\.sock: .*\/run does not exist \(mkdir -p /,
+    );
+    assert(!r.stderr.includes("internal error"), r.stderr);
+    assert(!(await exists(`${s.outside}/run`)));
+    const l = await hallpass(["agent", "--socket", `${s.outside}/a.sock`, "--log", `${s.outside}/no/log`]);
+    assertEquals(l.code, 125, l.stderr);
+    match(l.stderr, /^hallpass: agent: --log .*\/no\/log: no such directory/);
+    assert(!(await exists(`${s.outside}/a.sock`)), "the socket was made");
+  } finally {
+    await s.cleanup();
+  }
+});
+
+test({
+  name:
+    "an unreadable ~/.config/hallpass is said (as an unreadable rules file is), not taken as no saved rules",
+  ignore: isRoot()
+    ? { reason: "as root a directory's mode refuses nothing (runs as the unprivileged user)" }
+    : undefined,
+}, async () => {
+  const s = await scratch();
+  try {
+    const home = `${s.outside}/home`;
+    await Deno.mkdir(`${home}/.config/hallpass`, { recursive: true });
+    await Deno.writeTextFile(`${home}/.config/hallpass/rules`, `allow write ${s.outside}/**\n`);
+    await Deno.chmod(`${home}/.config/hallpass`, 0o000);
+    const marker = `${s.project}/ran`;
+    const r = await hallpass(["--no-ask", "--", "sh", "-c", `touch ${marker}`], {
+      cwd: s.project,
+      env: { HOME: home, PATH: Deno.env.get("PATH") ?? "/usr/bin:/bin" },
+    });
+    await Deno.chmod(`${home}/.config/hallpass`, 0o700);
+    assertEquals(r.code, 125, r.stderr);
+    match(r.stderr, /^hallpass: .*\/\.config\/hallpass\/rules: permission denied/);
+    assert(!(await exists(marker)), "the command ran without the saved rules");
+  } finally {
+    await s.cleanup();
+  }
+});
+
+Deno.test("output to a reader that left (`| head`): quiet, no internal error", async () => {
+  const child = new Deno.Command(HALLPASS_ARGV[0], {
+    args: [...HALLPASS_ARGV.slice(1), "agent", "--print-profile"],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  await child.stdout.cancel(); // the reader leaves before the first write
+  const err = await new Response(child.stderr).text();
+  const status = await child.status;
+  assert(!err.includes("internal error"), err);
+  assertEquals(err, "");
+  assertEquals(status.code, 141);
+});
+
+/** ./hallpass is the script `make` leaves (not a compiled binary, not missing). */
+function script(): string | undefined {
+  try {
+    const head = new TextDecoder().decode(Deno.readFileSync(`${ROOT}/hallpass`).subarray(0, 2));
+    return head === "#!" && !HALLPASS_BIN ? undefined : "./hallpass is not the script (a compiled binary)";
+  } catch {
+    return "no ./hallpass (run make)";
+  }
+}
+
+test({
+  name: "./hallpass in a directory deleted under it: one line and 125, not deno's coloured error",
+  ignore: script() ? { reason: script()! } : undefined,
+}, async () => {
+  const s = await scratch();
+  try {
+    const gone = `${s.outside}/gone`;
+    // The shell deletes its own working directory, then starts hallpass there.
+    const r = await new Deno.Command("sh", {
+      args: ["-c", `mkdir ${gone} && cd ${gone} && rmdir ${gone} && exec ${ROOT}/hallpass --version`],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const err = new TextDecoder().decode(r.stderr);
+    assertEquals(r.code, 125, err);
+    match(err, /^hallpass: the current directory no longer exists: cd to one that does; nothing was run$/m);
+    assertInert(err, "deleted cwd");
+  } finally {
+    await s.cleanup();
+  }
+});
