@@ -12,8 +12,8 @@ const HOSTILE = "\x1b]0;pwned\x07\x1b[2J\nline2\u009bX";
 
 /** No byte of `text` that a terminal would take as a control function (ESC, BEL, C1), no newline but line ends. */
 function assertInert(text: string, what: string): void {
-  // deno-lint-ignore no-control-regex
   assert(
+    // deno-lint-ignore no-control-regex
     !/[\x00-\x08\x0b-\x1f\x7f-\x9f]/.test(text),
     `${what}: a control character reached the output:\n${text}`,
   );
