@@ -93,6 +93,14 @@ int main(int argc, char **argv) {
 		HP_DENO, "run", "--quiet", "--allow-all", "--no-prompt", "--cached-only", "--lock=" HP_ROOT "/runtime.lock",
 		"--frozen", "--v8-flags=" HP_V8_FLAGS, HP_ROOT "/main.ts",
 	};
+	/* A working directory deleted under the caller: deno could not start (its own coloured error and a
+	 * backtrace, exit 1). One line and 125 instead (README.md's exit statuses). One getcwd call: ERANGE with
+	 * this buffer whenever the directory is there (but "/"), ENOENT when it is gone. */
+	char cwd[2];
+	if (!getcwd(cwd, sizeof cwd) && errno == ENOENT) {
+		fputs("hallpass: the current directory no longer exists: cd to one that does; nothing was run\n", stderr);
+		return 125;
+	}
 	struct stat b, m;
 	int stale = stat(HP_ROOT "/build/js/main.js", &b) != 0;
 	if (!stale) {
