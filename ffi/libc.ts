@@ -486,6 +486,16 @@ export function fdType(fd: number): number | undefined {
 const emptyPath = new Uint8Array(128);
 
 /**
+ * What fd `fd` refers to: its file type bits (as {@link fdType}; -1 when it is not open) and whether it was opened
+ * for writing; type undefined when that cannot be told.
+ */
+export function fdKind(fd: number): { type: number | undefined; writable: boolean } {
+  const flags = sys(SYS.fcntl, fd, 3 /* F_GETFL */);
+  if (flags === -Errno.EBADF) return { type: -1, writable: false };
+  return { type: fdType(fd), writable: flags < 0 || (flags & 3 /* O_ACCMODE */) !== 0 };
+}
+
+/**
  * lstat's type and ctime of `path` (a final symlink not followed), or undefined when it is not there: one
  * statx(2), no exception (the exit checks ask this of paths that are mostly missing, and Deno's first exception
  * in a process costs ~1.5 ms). `ctimeMs` is in whole seconds, as Deno's `FileInfo.ctime`. Where statx is

@@ -10,6 +10,7 @@ import {
   cstr,
   executableOnDisk,
   existsOnDisk,
+  fdKind,
   libc,
   O,
   pollFds,
@@ -47,6 +48,7 @@ import { checkGeminiExtensions } from "./gemini_extensions.ts";
 import { checkCopilotRuntime } from "./copilot_runtime.ts";
 import { checkPythonStartup } from "./python_startup.ts";
 import { checkAgentConfig, snapshotAgentConfig } from "./agent_config_check.ts";
+import { sandboxWroteNothing } from "./wrote_nothing.ts";
 import { agentConfigFiles } from "../policy/agent_config.ts";
 import { GIT_REASON } from "../policy/protected_paths.ts";
 import { DENIED_STATUS, finalStatus } from "../cli/fail_on_deny.ts";
@@ -459,7 +461,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
       "Yama ptrace_scope 2 or 3 forbids it; `hallpass doctor` says more",
     );
   }
-  answerFirstExec(listenerFd, commandPid);
+  const onlyFirstExec = answerFirstExec(listenerFd, commandPid);
 
   // --- the supervisor
   const summary = new Summary();
@@ -533,7 +535,16 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   // Every sandboxed process is gone (the launcher kills and reaps them before it exits): nothing can race this.
   // Before the exit checks: a file they put back is hallpass's own, not one the sandbox made.
   const created = opts.quiet ? [] : newInCarved(reads, realCarveFs);
-  const repoLines = [...nestedRepoLines(plan, startMs), ...checkAgentConfig(agentConfig, plan.home, startMs)];
+  // Skipped when the sandbox provably wrote nothing (no trapped call after its exec: lib/sandbox/wrote_nothing.ts).
+  const wroteNothing = sandboxWroteNothing({
+    onlyFirstExec,
+    notified: host.notified,
+    keepFds: opts.keepFds === true,
+    stdio: [0, 1, 2].map(fdKind),
+  });
+  const repoLines = wroteNothing
+    ? []
+    : [...nestedRepoLines(plan, startMs), ...checkAgentConfig(agentConfig, plan.home, startMs)];
   await backend.close();
   if (pty) await pty.finish();
   repoLines.forEach((l) => console.error(l));
@@ -585,18 +596,20 @@ function nestedRepoLines(plan: Plan, startMs: number): string[] {
 
 /**
  * The first trapped call is the launcher's exec of the command, which hallpass itself resolved: answered
- * here, so the command starts without waiting for the supervisor Worker to load.
+ * here, so the command starts without waiting for the supervisor Worker to load. True when that exec was the
+ * one notification taken here (and continued).
  */
-function answerFirstExec(listenerFd: number, commandPid: number): void {
+function answerFirstExec(listenerFd: number, commandPid: number): boolean {
   const nfd = new NotifyFd(listenerFd);
   const end = Date.now() + 10_000;
   for (;;) {
-    if (!pollFds([listenerFd], Math.max(end - Date.now(), 0))) return;
+    if (!pollFds([listenerFd], Math.max(end - Date.now(), 0))) return false;
     // null: RECV was interrupted (a signal to this thread) and the exec is still to take, or the command died.
     const n = nfd.recv();
-    if (n && n.tid === commandPid && n.nr === SYS.execve) nfd.continue(n.id);
+    const exec = n !== null && n.tid === commandPid && n.nr === SYS.execve;
+    if (exec) nfd.continue(n.id);
     else if (n) nfd.fail(n.id, EACCES);
-    if (n || nfd.hungUp() || Date.now() >= end) return;
+    if (n || nfd.hungUp() || Date.now() >= end) return exec;
   }
 }
 

@@ -59,9 +59,19 @@ export class SupervisorHost {
     this.#o = o;
   }
 
+  #notified = false;
+  /**
+   * Whether a notification reached this side (it is set before anything answers one): false at exit means the
+   * sandbox made no trapped call after the command's own exec (lib/sandbox/wrote_nothing.ts).
+   */
+  get notified(): boolean {
+    return this.#notified;
+  }
+
   /** Serves the listener from the main thread's side, and starts the Worker when a notification needs it. */
   startWhenNeeded(): void {
     pollReadable(this.#cfg.listenerFd).then(async (revents) => {
+      if (revents & 1) this.#notified = true;
       // POLLIN: a notification waits. POLLHUP alone: every sandboxed process is gone, nothing to decide.
       if (this.#closing || !(revents & 1)) return;
       let first: Uint8Array<ArrayBuffer> | null | "none" = null;
@@ -171,6 +181,7 @@ export class SupervisorHost {
   }
 
   #start(first?: Uint8Array<ArrayBuffer>): void {
+    this.#notified = true;
     if (this.#worker) return;
     if (this.#wakeR < 0) [this.#wakeR, this.#wakeW] = pipe();
     const w = new Worker(new URL("./worker.ts", import.meta.url), { type: "module" });
