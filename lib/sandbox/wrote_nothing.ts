@@ -10,7 +10,7 @@
  * answered, the only fds the sandbox could write through are the ones it was given: fds 0-2 (a terminal,
  * /dev/null, a pipe, a socket, a directory, or a file open only to read; one open to write could be written
  * with write(2), ftruncate(2) or mmap(2)), and more with --keep-fds. The exit checks (nested repositories,
- * agents' configuration, gemini extensions, copilot's runtime) look for what the sandbox wrote; a change another
+ * agents' configuration, gemini extensions, copilot's runtime, python's user site) look for what the sandbox wrote; a change another
  * process makes meanwhile is that process's (another session checks its own). docs/threat-model.md ("What is
  * left behind to run outside").
  *
