@@ -30,6 +30,7 @@ import type { CliOptions } from "../cli/options.ts";
 import { addTerminal, landlockPlan, type Plan } from "./plan.ts";
 import { execFloor, type ExecFloorEntry } from "../floor/exec_floor.ts";
 import { ownTerminals, withTerminalReads } from "../supervisor/other_terminals.ts";
+import { withRawDiskReads } from "../floor/raw_disks.ts";
 import { CarveLimitError } from "../floor/landlock_carve.ts";
 import { existingResolver, realCarveFs } from "../floor/carve_fs.ts";
 import type { PackedReadFloor } from "../floor/read_floor_fast.ts";
@@ -346,7 +347,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     rulesFor,
     landlockPlan(plan, abi, opts.mediate.connect, noPerson ? [] : undefined, { rules: [] }),
     abi,
-    withTerminalReads(plan.reads, terminals),
+    withRawDiskReads(withTerminalReads(plan.reads, terminals)),
     plan.project,
     start,
     resolve,

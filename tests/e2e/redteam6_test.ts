@@ -578,3 +578,50 @@ test({
     }
   },
 });
+
+/**
+ * A raw disk holds every file on it: root in the sandbox read a key file in `~/.ssh` (unreadable by its path)
+ * through the loop device it was attached to — on a machine, `/dev/sda` or a decrypted `/dev/mapper/…` the
+ * same. Block devices are read holes (lib/floor/raw_disks.ts). Root only (losetup; a user cannot open a
+ * block device anyway). Control: bare, the device reads the key.
+ */
+test({
+  name: "redteam6: a protected file cannot be read through the raw disk it is on (root, loop device)",
+  ignore: [
+    tool("losetup"),
+    isRoot() ? undefined : { reason: "needs root (losetup; block devices are root's)" },
+  ],
+  async fn() {
+    const s = await scratchHome("hallpass-rt6-disk-");
+    let loop = "";
+    try {
+      const secret = "hallpass-rt6-KEY-MATERIAL";
+      await Deno.mkdir(`${s.home}/.ssh`, { mode: 0o700 });
+      const img = `${s.home}/.ssh/vault.img`;
+      await Deno.writeFile(img, new Uint8Array(1 << 20));
+      const f = await Deno.open(img, { write: true });
+      await f.write(new TextEncoder().encode(secret));
+      f.close();
+      const l = await bare(["losetup", "-f", "--show", img]);
+      equal(l.code, 0, l.stderr);
+      loop = l.stdout.trim();
+      const read = `head -c ${secret.length} ${q(img)}; echo; head -c ${secret.length} ${q(loop)}; echo`;
+      const b = await bare(["sh", "-c", read]);
+      assert(b.stdout.split(secret).length === 3, `control: ${b.stdout}${b.stderr}`);
+      for (const fast of ["1", "0"]) {
+        const r = await hallpass(["--no-ask", "-q", "--", "sh", "-c", read], {
+          cwd: s.project,
+          env: { HOME: s.home, HALLPASS_FAST_PATH: fast },
+        });
+        assert(
+          !r.stdout.includes(secret),
+          `fast path ${fast}: the sandbox read the key:\n${r.stdout}${r.stderr}`,
+        );
+        assert(r.stderr.includes(loop), `fast path ${fast}: the device read was not refused:\n${r.stderr}`);
+      }
+    } finally {
+      if (loop) await bare(["losetup", "-d", loop]);
+      await s.cleanup();
+    }
+  },
+});
