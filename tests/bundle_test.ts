@@ -36,7 +36,7 @@ Deno.test("bundle start.ts: what the start-up path's modules import from each ot
     "main.ts": [
       `import { a, type T, b as c } from "./lib/x.ts";`,
       `import type { U } from "./lib/u.ts";`,
-      `import {\n  d,\n  e,\n} from "./lib/y.ts";`,
+      `import {\n  d, // the d\n  e, /* and e */\n} from "./lib/y.ts";`,
       `const z = lazyImport<typeof import("./lib/lazy.ts")>(new URL("./lib/lazy.ts", import.meta.url));`,
     ].join("\n"),
     "lib/x.ts":

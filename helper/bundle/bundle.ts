@@ -116,21 +116,23 @@ export function rewrite(text: string, rel: string, npm: (name: string) => string
 export function startReexports(read: (rel: string) => string): string {
   const names = new Map<string, Set<string> | "all">();
   const STATEMENT = /^(?:import|export)\s+(type\s+)?([^;"]*?)\s*from\s*"(\.{1,2}\/[^"]+)"/gm;
+  const IDENT = /^[A-Za-z_$][\w$]*$/;
   const seen = new Set<string>();
   const walk = (m: string) => {
     if (seen.has(m)) return;
     seen.add(m);
-    for (const [, type, clause, spec] of read(m).matchAll(STATEMENT)) {
+    for (const [, type, written, spec] of read(m).matchAll(STATEMENT)) {
       if (type) continue;
+      const clause = written.replace(/\/\/[^\n]*/g, "").replace(/\/\*[\s\S]*?\*\//g, "");
       const target = resolveRel(m, spec);
       let got = names.get(target) ?? new Set<string>();
       if (/^\*/.test(clause) || /,\s*\*/.test(clause)) got = "all";
       else if (got !== "all") {
         const braces = clause.match(/\{([^}]*)\}/)?.[1] ?? "";
-        if (clause.replace(/\{[^}]*\}/, "").replace(/,/g, "").trim()) got.add("default");
+        if (IDENT.test(clause.replace(/\{[^}]*\}/, "").replace(/,/g, "").trim())) got.add("default");
         for (const part of braces.split(",")) {
-          const n = part.trim();
-          if (n && !n.startsWith("type ")) got.add(n.split(/\s+as\s+/)[0]);
+          const n = part.trim().split(/\s+as\s+/)[0];
+          if (IDENT.test(n)) got.add(n); // not `type X`
         }
       }
       names.set(target, got);
