@@ -220,3 +220,25 @@ Deno.test("render: save, CUP per bottom row, padded to cols, restore; no scroll 
   assertEquals(render(["日本語"], 1, 5, "reverse"), "\x1b7\x1b[1;1H\x1b[0m\x1b[0;7m日本…\x1b[0m\x1b8");
   assertEquals(render(["日本語"], 1, 4, "reverse"), "\x1b7\x1b[1;1H\x1b[0m\x1b[0;7m日… \x1b[0m\x1b8");
 });
+
+Deno.test("layout: a terminal too short for the bar keeps what is asked about and the keys (docs/terminal.md)", () => {
+  // 80×3: who asks, the target, the keys (the by: and scope lines go first).
+  assertEquals(layout(base, 80, 3), [
+    "hallpass: node (pid 41237) wants to write",
+    "/home/me/.npm/_cacache/tmp/x",
+    "[o] allow once  [t] for 5m0s  [a] always  [d] deny  [n] never  [?] help",
+  ]);
+  // 12×3: the keys take two lines; the target stays, cut in the middle.
+  const tiny = layout(base, 12, 3);
+  assertEquals(tiny.length, 3);
+  assertEquals(tiny[0], "/home…/tmp/x");
+  assertEquals(tiny.slice(1).map((l) => l.slice(0, 3)), ["[o]", "[d]"]);
+  // A warning outranks who asks, and is dropped only after the by: and scope lines.
+  const warned = { ...base, question: { ...q, warning: "hallpass's own program" } };
+  assertEquals(layout(warned, 80, 4)[0], "warning: hallpass's own program");
+  assertEquals(layout(warned, 80, 4).length, 4);
+  // Rows enough (or unknown, 0): every line, as before.
+  assertEquals(layout(base, 80, 5), layout(base, 80));
+  assertEquals(layout(base, 80, 0), layout(base, 80));
+  assertEquals(layout(base, 80, 24), layout(base, 80));
+});

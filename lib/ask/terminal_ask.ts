@@ -176,7 +176,7 @@ export class TerminalAsk implements AskBackend {
       this.#shownAt = performance.now();
       this.#host.setBar({
         onKeys: (k, alone) => this.#onKeys(k, alone),
-        layout: (cols) => this.#layout(cols),
+        layout: (cols, rows) => this.#layout(cols, this.#host.gate.plain ? 0 : rows),
       });
     }
     this.#state.notice = this.#notice;
@@ -185,13 +185,15 @@ export class TerminalAsk implements AskBackend {
     this.#draw();
   }
 
-  #layout(cols: number): string[] {
-    return this.#state ? layout(this.#state, cols) : [];
+  #layout(cols: number, rows: number): string[] {
+    return this.#state ? layout(this.#state, cols, rows) : [];
   }
 
   #draw(): void {
     if (!this.#state) return;
-    this.#host.gate.showBar(layout(this.#state, this.#host.size().cols));
+    const size = this.#host.size();
+    // On plain lines (TERM=dumb) the question scrolls like any output: every line, whatever the rows.
+    this.#host.gate.showBar(layout(this.#state, size.cols, this.#host.gate.plain ? 0 : size.rows));
   }
 
   #onKeys(keys: string[], alone: boolean): void {

@@ -82,34 +82,38 @@ const VERB: Record<Question["op"], string> = { write: "write", exec: "run", conn
 
 /**
  * The bar's lines, each at most `cols` cells wide: [warning], [reason], then the bar's five lines (docs/terminal.md). Every piece
- * of text from the sandbox passes through {@linkcode visible}.
+ * of text from the sandbox passes through {@linkcode visible}. Given the terminal's `rows`, a bar that does not fit
+ * loses its least needed lines first (the `by:` line, the scope line, the notice, the reason, the warning, then
+ * who asks), so that what is asked about and the keys stay on the screen of a tiny terminal.
  */
-export function layout(state: BarState, cols: number): string[] {
+export function layout(state: BarState, cols: number, rows = 0): string[] {
   const q = state.question;
   const w = Math.max(cols, 1);
-  const lines: string[] = [];
-  if (state.notice) lines.push(truncateEnd(state.notice, w));
-  if (q.warning) lines.push(truncateEnd(`warning: ${visible(q.warning)}`, w));
+  // [line, how much it is needed when rows are short: the lowest goes first; the keys always stay]
+  const lines: [string, number][] = [];
+  if (state.notice) lines.push([truncateEnd(state.notice, w), 3]);
+  if (q.warning) lines.push([truncateEnd(`warning: ${visible(q.warning)}`, w), 5]);
   if (q.reason !== undefined) {
-    lines.push(truncateEnd(`reason (the program's words): "${visible(q.reason)}"`, w));
+    lines.push([truncateEnd(`reason (the program's words): "${visible(q.reason)}"`, w), 4]);
   }
   const more = state.queued > 0 ? ` (+${state.queued} more)` : "";
-  lines.push(truncateEnd(`hallpass: ${who(q)} wants to ${VERB[q.op]}${more}`, w));
+  lines.push([truncateEnd(`hallpass: ${who(q)} wants to ${VERB[q.op]}${more}`, w), 6]);
   // exec: the program and its arguments (argv[0] is replaced by the program's path, which is what runs).
   const whole = q.op === "exec" && q.argv && q.argv.length > 1
     ? [q.target, ...q.argv.slice(1)].map(visible).join(" ")
     : q.paths
     ? `${visible(q.syscall)} ${visible(q.target)}` // both ends of a rename or link: `rename A → B`
     : visible(q.target);
-  lines.push(truncateMiddle(whole, w));
+  lines.push([truncateMiddle(whole, w), 7]);
   // The command lines are the programs' own words (argv can say anything): labelled so when the kernel's
   // name for the program (exe) is shown above.
   const by = q.exe !== undefined ? "by (their words)" : "by";
-  lines.push(truncateEnd(`${by}: ${q.chain.map(visible).join(" ← ")}`, w));
-  lines.push(
+  lines.push([truncateEnd(`${by}: ${q.chain.map(visible).join(" ← ")}`, w), 1]);
+  lines.push([
     SCOPE_LABEL + truncateMiddle(visible(currentScope(state)), Math.max(w - displayWidth(SCOPE_LABEL), 1)),
-  );
-  if (state.help) lines.push(...pack(HELP_ITEMS, w));
+    2,
+  ]);
+  if (state.help) lines.push(...pack(HELP_ITEMS, w).map((l): [string, number] => [l, 8]));
   // A hallpass-request is not one operation: [o] grants it as asked, for its for= or the rest of the session
   // (docs/request-protocol.md); the key says so rather than "once".
   const once = q.syscall === "request"
@@ -121,9 +125,15 @@ export function layout(state: BarState, cols: number): string[] {
   let refuse = `[d] deny  [n] never  [?] ${state.help ? "hide help" : "help"}`;
   if ((state.sameProcessQueued ?? 0) > 0) refuse += `  [D] deny all from pid ${q.pid}`;
   // Below 60 columns the keys take two lines instead of being cut.
-  if (w < 60) lines.push(truncateEnd(allow, w), truncateEnd(refuse, w));
-  else lines.push(truncateEnd(`${allow}  ${refuse}`, w));
-  return lines.map((l) => truncateEnd(l, w));
+  if (w < 60) lines.push([truncateEnd(allow, w), Infinity], [truncateEnd(refuse, w), Infinity]);
+  else lines.push([truncateEnd(`${allow}  ${refuse}`, w), Infinity]);
+  while (rows > 0 && lines.length > rows) {
+    let least = 0;
+    for (let i = 1; i < lines.length; i++) if (lines[i][1] < lines[least][1]) least = i;
+    if (lines[least][1] === Infinity) break;
+    lines.splice(least, 1);
+  }
+  return lines.map(([l]) => truncateEnd(l, w));
 }
 
 /**

@@ -72,7 +72,7 @@ export interface BarController {
    * and nothing else; only such a read may allow (a burst is a paste, a reply or a machine, not a person).
    */
   onKeys(keys: string[], alone: boolean): void;
-  layout(cols: number): string[];
+  layout(cols: number, rows: number): string[];
 }
 
 /** True when the terminal cannot address the cursor (TERM unset, empty or `dumb`): questions on plain lines. */
@@ -382,7 +382,7 @@ export class PtySession implements BarHost {
     const ask = isatty(0) && isatty(1) && !this.gate.plain
       ? () => this.#cursorRow(size.rows, size.cols)
       : undefined;
-    this.gate.resize(size.cols, size.rows, this.#bar?.layout(size.cols), ask);
+    this.gate.resize(size.cols, size.rows, this.#bar?.layout(size.cols, size.rows), ask);
   }
 
   async #pumpOutput(): Promise<void> {

@@ -5,7 +5,8 @@
  */
 import { deepStrictEqual as assertEquals, match, ok as assert } from "node:assert/strict";
 import { exists, hallpass, HALLPASS_ARGV, HALLPASS_BIN, isRoot, ROOT, scratch } from "./harness.ts";
-import { test } from "../helpers/skip.ts";
+import { test, tool } from "../helpers/skip.ts";
+import { Tmux } from "./tmux.ts";
 
 /** An argument a terminal would obey: set the window title, clear the screen, a newline, and C1 CSI (U+009B). */
 const HOSTILE = "\x1b]0;pwned\x07\x1b[2J\nline2\u009bX";
@@ -193,5 +194,29 @@ test({
     assertInert(err, "deleted cwd");
   } finally {
     await s.cleanup();
+  }
+});
+
+test({
+  name: "a question in a 40×3 terminal shows what is asked about and the keys, and answers",
+  ignore: tool("tmux"),
+}, async () => {
+  const t = await Tmux.start({
+    cols: 40,
+    rows: 3,
+    script: `hp -- sh -c 'echo x > "$DIR/outside/tiny-f"; echo rc=$?'`,
+  });
+  try {
+    // The bar's bottom rows: the keys in two lines (under 60 columns), the target above them.
+    const screen = await t.waitFor((s) => /^\[d\] deny/m.test(s), "the keys");
+    const rows = screen.split("\n").map((l) => l.trimEnd());
+    assert(rows.some((l) => l.endsWith("/outside/tiny-f")), `the target is not on the screen:\n${screen}`);
+    assert(rows.some((l) => l.startsWith("[o] allow once")), screen);
+    await Tmux.pastArmDelay();
+    await t.keys("d");
+    await t.waitText("rc=2");
+    assert(!(await exists(`${t.dir}/outside/tiny-f`)));
+  } finally {
+    await t.close();
   }
 });
