@@ -220,3 +220,35 @@ test({
     await t.close();
   }
 });
+
+test({
+  name:
+    "make run: the shell's own exit status is not make's failure; run from source, it says writes here ask",
+  ignore: [
+    tool("make"),
+    HALLPASS_BIN ? { reason: "HALLPASS_BIN is set (make run runs ./hallpass)" } : undefined,
+  ],
+}, async () => {
+  const s = await scratch();
+  try {
+    const shell = `${s.outside}/shell.sh`;
+    await Deno.writeTextFile(shell, "#!/bin/sh\nexit 3\n");
+    await Deno.chmod(shell, 0o755);
+    // -o all: what `all` builds is taken as done (the suite runs after make); only the recipe of run runs.
+    const r = await new Deno.Command("make", {
+      args: ["--no-print-directory", "-o", "all", "run"],
+      cwd: ROOT,
+      env: { SHELL: shell },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const out = new TextDecoder().decode(r.stdout) + new TextDecoder().decode(r.stderr);
+    assertEquals(r.code, 0, out);
+    assert(!/Error \d/.test(out), out);
+    match(out, /a sandboxed shell here; exit leaves it/);
+    if (!notStub()) match(out, /in this checkout writes ask \(hallpass's own program, run from source\)/);
+  } finally {
+    await s.cleanup();
+  }
+});
