@@ -495,11 +495,15 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     pathEnv: plan.pathEnv,
     logPath: opts.logPath ?? null,
     umask: userUmask,
-    readCarved: reads.before,
-    inPlace: reads.before ? inPlace : [],
-    readProtected: reads.before
-      ? { protect: plan.reads.protect.map((p) => p.path), readable: plan.reads.readable.map((p) => p.path) }
-      : undefined,
+    // Made when the supervisor starts (its first notification; a command that makes none never needs it).
+    get readCarved() {
+      return reads.before;
+    },
+    inPlace,
+    readProtected: {
+      protect: plan.reads.protect.map((p) => p.path),
+      readable: plan.reads.readable.map((p) => p.path),
+    },
     fastPath: fastPathLibrary(),
   }, {
     backend,
