@@ -12,7 +12,7 @@ import { UsageError } from "./lib/types.ts";
 import { RulesError } from "./lib/policy/rules_file.ts";
 import { dieOfSignal } from "./ffi/signal.ts";
 import { lazyImport } from "./lib/util/lazy_import.ts";
-import { errorLine } from "./lib/cli/error_line.ts";
+import { errorLine, ownWordHint } from "./lib/cli/error_line.ts";
 import { checkLogFile } from "./lib/cli/log_file.ts";
 
 /** `died.signal`: the signal the command died of, if it did (lib/sandbox/run.ts {@link RunOutcome}). */
@@ -90,6 +90,10 @@ async function main(argv: string[], died: { signal: number | null }): Promise<nu
 if (import.meta.main) {
   let code: number;
   const died = { signal: null as number | null };
+  // With PATH unset or empty, Deno sets it to its own (empty) node_compat_bin directory: taken back out, so that
+  // names are looked for in the default path and the command gets no PATH, as under `env -i`.
+  const path = Deno.env.get("PATH");
+  if (path && !path.includes(":") && path.endsWith("/node_compat_bin")) Deno.env.delete("PATH");
   try {
     code = await main(Deno.args, died);
   } catch (e) {
@@ -104,6 +108,8 @@ if (import.meta.main) {
       code = 125;
     } else if (e instanceof CommandError) {
       console.error(`hallpass: ${errorLine(e.message)}`);
+      const hint = e.status === 127 ? ownWordHint(Deno.args[0]) : undefined;
+      if (hint) console.error(`hint: ${hint}`);
       code = e.status;
     } else if (e instanceof HallpassError) {
       console.error(`hallpass: ${errorLine(e.message)}`);

@@ -19,3 +19,12 @@ const OS_ERROR = / \(os error \d+\)(?:: [a-z_]+ '[\s\S]*')?$/;
 export function errorLine(message: string): string {
   return visible(message.replace(OS_ERROR, ""));
 }
+
+/** hallpass's options that a person types as a word (`hallpass agents`): the command not found was meant as one. */
+const OWN_WORDS: Record<string, string> = { agents: "--agents", help: "--help", version: "--version" };
+
+/** The hint for `hallpass WORD` when WORD is not a command but one of hallpass's options without its dashes. */
+export function ownWordHint(word: string | undefined): string | undefined {
+  const option = word !== undefined && Object.hasOwn(OWN_WORDS, word) ? OWN_WORDS[word] : undefined;
+  return option && `did you mean \`hallpass ${option}\`? (${word} is not a program here)`;
+}

@@ -253,3 +253,43 @@ test({
     await s.cleanup();
   }
 });
+
+Deno.test("PATH unset or empty: names are found in the default path and the command gets no PATH, as under env -i", async () => {
+  const s = await scratch();
+  try {
+    for (const path of [undefined, ""]) {
+      const out = await new Deno.Command(HALLPASS_ARGV[0], {
+        args: [...HALLPASS_ARGV.slice(1), "--no-ask", "--", "sh", "-c", "ls -d / && echo ok"],
+        cwd: s.project,
+        clearEnv: true,
+        env: {
+          HOME: s.outside,
+          ...(Deno.env.get("DENO_DIR") ? { DENO_DIR: Deno.env.get("DENO_DIR")! } : {}),
+          ...(path === undefined ? {} : { PATH: path }),
+        },
+        stdin: "null",
+        stdout: "piped",
+        stderr: "piped",
+      }).output();
+      const err = new TextDecoder().decode(out.stderr);
+      assertEquals(out.code, 0, `PATH ${JSON.stringify(path)}: ${err}`); // was 127, "sh: command not found"
+      assertEquals(new TextDecoder().decode(out.stdout), "/\nok\n");
+    }
+  } finally {
+    await s.cleanup();
+  }
+});
+
+Deno.test("hallpass agents (an option typed as a word): 127 and a hint naming the option", async () => {
+  const s = await scratch();
+  try {
+    const r = await hallpass(["agents"], { cwd: s.project });
+    assertEquals(r.code, 127, r.stderr);
+    assertEquals(
+      r.stderr,
+      "hallpass: agents: command not found\nhint: did you mean `hallpass --agents`? (agents is not a program here)\n",
+    );
+  } finally {
+    await s.cleanup();
+  }
+});
