@@ -3,7 +3,9 @@
  * than Deno.readDirSync, for walking a whole project at exit (lib/sandbox/nested_repos.ts). Through ffi/libc.ts's
  * table (getdents64 is in it).
  */
-import { AT_FDCWD, cstr, libc, O } from "./libc.ts";
+import { AT, AT_FDCWD, cstr, libc, O, ptrOf, sys } from "./libc.ts";
+import { Errno } from "./errors.ts";
+import { SYS } from "./syscall_numbers.ts";
 
 const buf = new Uint8Array(64 * 1024);
 const dec = new TextDecoder();
@@ -18,7 +20,7 @@ const KINDS: Record<number, EntryKind> = { 4: "dir", 8: "file", 10: "symlink" };
  * The one getdents64 loop of this file: struct linux_dirent64 { u64 d_ino; s64 d_off; u16 d_reclen; u8 d_type;
  * char d_name[]; }.
  */
-function eachEntry(path: string, visit: (name: number, type: number) => void): boolean {
+function eachEntry(path: string, visit: (name: number, type: number) => void): boolean | undefined {
   const lib = libc(); // its table holds getdents64: the walk runs at every exit, and a table of its own costs more
   const fd = lib.openat(AT_FDCWD, cstr(path), O.RDONLY | O.DIRECTORY | O.NOFOLLOW | O.CLOEXEC, 0);
   if (fd < 0) return false;
@@ -112,4 +114,79 @@ export function scanDir(path: string): DirScan | undefined {
     }
   });
   return opened ? out : undefined;
+}
+
+const statxOut = new Uint8Array(256);
+
+/**
+ * Whether any entry below directory `path` (never through a symlink; `path`'s own ctime aside) has a ctime, in
+ * whole seconds as Deno's, from `sinceMs` on, or the walk cannot vouch for the tree: a directory that cannot be
+ * read, one deeper than `maxDepth`, more than `maxEntries` entries. A plain file at the top whose name
+ * `skipTopFile` accepts is passed over, and so is an entry gone (or not statx-able) since the listing. Each name
+ * goes to statx(2) where getdents64 left it, relative to its directory's fd (no string, no object per entry): the
+ * exit check of copilot's unpacked runtime (lib/sandbox/copilot_runtime.ts) stats hundreds of files. Undefined
+ * where statx does not answer (refused, or without the type or ctime): the caller then walks with Deno's lstat.
+ */
+export function changedBelow(
+  path: string,
+  sinceMs: number,
+  o: { maxDepth: number; maxEntries: number; skipTopFile: (name: string) => boolean },
+): boolean | undefined {
+  const lib = libc();
+  const STATX_TYPE = 1, STATX_CTIME = 0x80;
+  const sv = new DataView(statxOut.buffer);
+  const out = ptrOf(statxOut);
+  let entries = 0;
+  let unusable = false;
+  const walk = (dfd: number, depth: number): boolean => {
+    const dirs: string[] = [];
+    const base = ptrOf(buf);
+    for (;;) {
+      const n = Number(lib.getdents64(dfd, buf, BigInt(buf.length)));
+      if (n < 0) return true;
+      if (n === 0) break;
+      for (let off = 0; off < n;) {
+        const reclen = buf[off + 16] | (buf[off + 17] << 8);
+        const type = buf[off + 18];
+        const start = off + 19;
+        off += reclen;
+        if (buf[start] === 46 && (buf[start + 1] === 0 || (buf[start + 1] === 46 && buf[start + 2] === 0))) {
+          continue;
+        }
+        if (++entries > o.maxEntries) return true;
+        const at = base + BigInt(start);
+        const r = sys(SYS.statx, dfd, at, AT.SYMLINK_NOFOLLOW, STATX_TYPE | STATX_CTIME, out);
+        if (r === -Errno.ENOSYS || r === -Errno.EPERM || r === -Errno.EINVAL) return unusable = true;
+        if (r !== 0) continue;
+        if ((sv.getUint32(0, true) & (STATX_TYPE | STATX_CTIME)) !== (STATX_TYPE | STATX_CTIME)) {
+          return unusable = true;
+        }
+        const mode = sv.getUint16(28, true) & 0o170000;
+        if (depth === 0 && (type === 8 || type === 0) && mode === 0o100000 && o.skipTopFile(nameAt(start))) {
+          continue;
+        }
+        if (Number(sv.getBigInt64(96, true)) * 1000 >= sinceMs) return true;
+        if (mode === 0o040000) dirs.push(nameAt(start));
+      }
+    }
+    for (const d of dirs) {
+      if (depth + 1 > o.maxDepth) return true;
+      const fd = lib.openat(dfd, cstr(d), O.RDONLY | O.DIRECTORY | O.NOFOLLOW | O.CLOEXEC, 0);
+      if (fd < 0) return true;
+      try {
+        if (walk(fd, depth + 1)) return true;
+      } finally {
+        lib.close(fd);
+      }
+    }
+    return false;
+  };
+  const fd = lib.openat(AT_FDCWD, cstr(path), O.RDONLY | O.DIRECTORY | O.NOFOLLOW | O.CLOEXEC, 0);
+  if (fd < 0) return true;
+  try {
+    const changed = walk(fd, 0);
+    return unusable ? undefined : changed;
+  } finally {
+    lib.close(fd);
+  }
 }
