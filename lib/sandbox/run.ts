@@ -48,6 +48,7 @@ import { checkProjectAgentConfig } from "./project_agent_config.ts";
 import { checkGeminiExtensions } from "./gemini_extensions.ts";
 import { checkCopilotRuntime } from "./copilot_runtime.ts";
 import { checkPythonStartup } from "./python_startup.ts";
+import { checkPathShadows } from "./path_shadows.ts";
 import { checkAgentConfig, snapshotAgentConfig } from "./agent_config_check.ts";
 import { sandboxWroteNothing } from "./wrote_nothing.ts";
 import { agentConfigFiles } from "../policy/agent_config.ts";
@@ -590,6 +591,7 @@ function nestedRepoLines(plan: Plan, startMs: number): string[] {
   r.lines.push(...checkGeminiExtensions(plan.home, startMs));
   r.lines.push(...checkCopilotRuntime(plan.home, Deno.env.get("XDG_CACHE_HOME"), startMs));
   r.lines.push(...checkPythonStartup(plan.home, Deno.env.get("PYTHONUSERBASE"), startMs));
+  r.lines.push(...checkPathShadows(plan.pathEnv, plan.home, plan.project, startMs));
   if (r.incomplete) {
     r.lines.push(
       `hallpass: stopped looking for git repositories in ${plan.project} after ${r.entries} entries: hooks or ` +

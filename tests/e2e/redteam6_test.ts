@@ -625,3 +625,55 @@ test({
     }
   },
 });
+
+/**
+ * A command shadowed in `$PATH`: `~/.local/bin` comes before `/usr/bin` (Ubuntu's profile), so an `ls` the
+ * sandbox puts there is what the person's next `ls` runs, in any directory. With the project `$HOME`, or
+ * `--allow-path ~/.local` (`pip install --user`), the sandbox could. Checked at exit
+ * (lib/sandbox/path_shadows.ts): such a shadow made in the session is moved aside; a new name stays. Judged by
+ * running `ls` outside with that `$PATH`.
+ */
+for (const how of ["project = $HOME", "--allow-path ~/.local"]) {
+  test({
+    name: `redteam6: a command shadowed in an earlier $PATH directory (${how}) does not run outside later`,
+    ignore: tool("ls"),
+    async fn() {
+      const s = await scratchHome("hallpass-rt6-shadow-");
+      try {
+        const mark = `${s.outside}/shadow-ran`;
+        const env = (home: string) => ({ HOME: home, PATH: `${home}/.local/bin:/usr/bin:/bin` });
+        const script = [
+          `printf '#!/bin/sh\\ntouch %s\\n' ${q(mark)} > "$HOME/.local/bin/ls"`,
+          `chmod +x "$HOME/.local/bin/ls"`,
+          `printf '#!/bin/sh\\necho mine\\n' > "$HOME/.local/bin/hallpass-rt6-newtool"`,
+          `chmod +x "$HOME/.local/bin/hallpass-rt6-newtool"`,
+        ].join(" && ");
+        const ls = (home: string) => bare(["sh", "-c", "ls >/dev/null"], { env: env(home), cwd: home });
+
+        const ctl = `${s.outside}/ctl`;
+        await Deno.mkdir(`${ctl}/.local/bin`, { recursive: true });
+        equal((await bare(["sh", "-c", script], { env: env(ctl) })).code, 0);
+        await ls(ctl);
+        assert(await exists(mark), "control: the shadowing ls did not run");
+        await Deno.remove(mark);
+
+        await Deno.mkdir(`${s.home}/.local/bin`, { recursive: true });
+        await afterNewest(`${s.home}/.local`);
+        const args = how === "project = $HOME"
+          ? ["--no-ask", "--", "sh", "-c", script]
+          : ["--no-ask", "--allow-path", `${s.home}/.local`, "--", "sh", "-c", script];
+        const r = await hallpass(args, {
+          cwd: how === "project = $HOME" ? s.home : s.project,
+          env: env(s.home),
+        });
+        equal(r.code, 0, r.stderr);
+        await ls(s.home);
+        assert(!(await exists(mark)), `ls outside ran the sandbox's program:\n${r.stderr}`);
+        assert(await exists(`${s.home}/.local/bin/hallpass-rt6-newtool`), "a new command name was moved");
+        equal(hallpassLines(r).filter((l) => l.includes("further along $PATH")).length, 1, r.stderr);
+      } finally {
+        await s.cleanup();
+      }
+    },
+  });
+}
