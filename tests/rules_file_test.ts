@@ -194,15 +194,15 @@ Deno.test("parseRules: project files can only deny", async (t) => {
   const cases: [string, string][] = [
     [
       "deny write /a\nallow write ~/.ssh/**",
-      '/proj/.hallpass/rules:2: a project rules file can only deny: "allow write ~/.ssh/**" would widen what is allowed',
+      '/proj/.hallpass/rules:2: a project rules file can only deny: "allow write ~/.ssh/**" would widen what is allowed (a rules file inside the project, which the sandbox could have written: allow rules go in one outside it)',
     ],
     [
       "allow exec nosuchprog",
-      '/proj/.hallpass/rules:1: a project rules file can only deny: "allow exec nosuchprog" would widen what is allowed',
+      '/proj/.hallpass/rules:1: a project rules file can only deny: "allow exec nosuchprog" would widen what is allowed (a rules file inside the project, which the sandbox could have written: allow rules go in one outside it)',
     ],
     [
       "allow connect *",
-      '/proj/.hallpass/rules:1: a project rules file can only deny: "allow connect *" would widen what is allowed',
+      '/proj/.hallpass/rules:1: a project rules file can only deny: "allow connect *" would widen what is allowed (a rules file inside the project, which the sandbox could have written: allow rules go in one outside it)',
     ],
     [
       "group @node /tmp/evil/**",

@@ -227,7 +227,8 @@ function parseLine(line: string, lineNo: number, opts: ParseRulesOptions, now: n
   }
   if (opts.project && head === "allow") {
     throw new UsageError(
-      `a project rules file can only deny: "allow ${op} ${clip(w[2], 60)}" would widen what is allowed`,
+      `a project rules file can only deny: "allow ${op} ${clip(w[2], 60)}" would widen what is allowed ` +
+        "(a rules file inside the project, which the sandbox could have written: allow rules go in one outside it)",
     );
   }
   const target = parseRuleTarget(op, w[2], opts);

@@ -293,3 +293,19 @@ Deno.test("hallpass agents (an option typed as a word): 127 and a hint naming th
     await s.cleanup();
   }
 });
+
+Deno.test("--rules FILE inside the project with an allow line: 125, and the line says why and where allow rules go", async () => {
+  const s = await scratch();
+  try {
+    await Deno.writeTextFile(`${s.project}/my.rules`, `allow write ${s.outside}/**\n`);
+    const r = await hallpass(["--rules", "my.rules", "--", "true"], { cwd: s.project });
+    assertEquals(r.code, 125, r.stderr);
+    match(
+      r.stderr,
+      /^hallpass: my\.rules:1: a project rules file can only deny: .* \(a rules file inside the project,/,
+    );
+    match(r.stderr, /allow rules go in one outside it\)$/m);
+  } finally {
+    await s.cleanup();
+  }
+});
