@@ -80,6 +80,16 @@ async function main(argv: string[], died: { signal: number | null }): Promise<nu
         : null;
       if (notice) console.error(notice);
       const interactive = Deno.stdin.isTerminal() && Deno.stdout.isTerminal();
+      // A person at a terminal whose stdin or stdout is a pipe (`hallpass -- make | tee log`) is not asked:
+      // said at start, not only seen as denials at exit.
+      const o = inv.opts;
+      if (!interactive && !o.noAsk && !o.askProgram && !o.quiet && Deno.stderr.isTerminal()) {
+        const which = Deno.stdin.isTerminal() ? "stdout" : "stdin";
+        console.error(
+          `hallpass: ${which} is not a terminal, so nothing asks: what would ask is denied and listed at exit ` +
+            "(--no-ask: meant so, no notice)",
+        );
+      }
       const outcome = await runSandbox(inv.opts, plan, interactive);
       died.signal = outcome.signal;
       return outcome.code;

@@ -309,3 +309,29 @@ Deno.test("--rules FILE inside the project with an allow line: 125, and the line
     await s.cleanup();
   }
 });
+
+test({
+  name:
+    "at a terminal with stdin or stdout a pipe: said at start that nothing asks (not only denials at exit)",
+  ignore: tool("tmux"),
+}, async () => {
+  const t = await Tmux.start({
+    cols: 120,
+    rows: 30,
+    script: `echo hi | hp -- sh -c 'cat >/dev/null; echo x > "$DIR/outside/f"'; hp -- true | cat; ` +
+      `hp --no-ask -- true | cat; echo end`,
+  });
+  try {
+    await t.waitExit();
+    const h = await t.history();
+    match(
+      h,
+      /^hallpass: stdin is not a terminal, so nothing asks: what would ask is denied and listed at exit/m,
+    );
+    match(h, /^hallpass: stdout is not a terminal, so nothing asks/m);
+    assertEquals(h.match(/is not a terminal, so nothing asks/g)?.length, 2, h); // not with --no-ask
+    assert(!(await exists(`${t.dir}/outside/f`)));
+  } finally {
+    await t.close();
+  }
+});
