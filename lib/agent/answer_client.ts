@@ -479,7 +479,18 @@ async function answerJson(agents: string[], token: string): Promise<number> {
   const printed = new Set<string>();
   const out = (o: unknown) => writeOut(jsonLine(o));
   let code = 0;
+  // An agent that cannot be reached is said on stderr when that starts or changes, and when it is reached again:
+  // stdout stays the JSON lines.
+  const problems = new Map<AgentFeed, string | undefined>();
   const onChange = () => {
+    for (const f of feeds) {
+      if (f.problem === problems.get(f)) continue;
+      if (f.problem !== undefined) console.error(`hallpass answer: ${errorLine(f.problem)}`);
+      else if (problems.get(f) !== undefined) {
+        console.error(`hallpass answer: ${errorLine(f.url)}: reached again`);
+      }
+      problems.set(f, f.problem);
+    }
     for (const q of merged(feeds)) {
       if (printed.has(keyOf(q))) continue;
       printed.add(keyOf(q));

@@ -335,3 +335,51 @@ test({
     await t.close();
   }
 });
+
+Deno.test("hallpass answer --json with an agent it cannot reach: said on stderr while it retries, not silence", async () => {
+  const s = await scratch();
+  try {
+    await Deno.writeTextFile(`${s.outside}/token`, "me abcdefghijklmnopqrstuvwxyz\n");
+    const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const port = (l.addr as Deno.NetAddr).port;
+    l.close(); // nobody listens there now
+    const child = new Deno.Command(HALLPASS_ARGV[0], {
+      args: [
+        ...HALLPASS_ARGV.slice(1),
+        "answer",
+        "--json",
+        "--agent",
+        `http://127.0.0.1:${port}`,
+        "--token-file",
+        `${s.outside}/token`,
+      ],
+      stdin: "piped",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    let err = "";
+    const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+    const deadline = Date.now() + 60_000;
+    while (!err.includes("\n") && Date.now() < deadline) {
+      const r = await Promise.race([
+        reader.read(),
+        new Promise<null>((res) => setTimeout(() => res(null), deadline - Date.now())),
+      ]);
+      if (r === null || r.done) break;
+      err += r.value;
+    }
+    await child.stdin.close(); // the end of stdin ends it
+    const out = await new Response(child.stdout).text();
+    const status = await child.status;
+    reader.releaseLock();
+    await child.stderr.cancel().catch(() => {});
+    match(
+      err,
+      new RegExp(`^hallpass answer: cannot reach http://127\\.0\\.0\\.1:${port} \\(.*\\); retrying every`),
+    );
+    assertEquals(out, "");
+    assertEquals(status.code, 0);
+  } finally {
+    await s.cleanup();
+  }
+});
