@@ -486,13 +486,18 @@ export function fdType(fd: number): number | undefined {
 const emptyPath = new Uint8Array(128);
 
 /**
- * What fd `fd` refers to: its file type bits (as {@link fdType}; -1 when it is not open) and whether it was opened
- * for writing; type undefined when that cannot be told.
+ * What fd `fd` refers to: its file type bits (st_mode & S_IFMT; -1 when it is not open) and whether it was opened
+ * for writing; type undefined when statx does not tell it (no fallback that could mistake a device for a pipe).
  */
 export function fdKind(fd: number): { type: number | undefined; writable: boolean } {
   const flags = sys(SYS.fcntl, fd, 3 /* F_GETFL */);
   if (flags === -Errno.EBADF) return { type: -1, writable: false };
-  return { type: fdType(fd), writable: flags < 0 || (flags & 3 /* O_ACCMODE */) !== 0 };
+  const writable = flags < 0 || (flags & 3 /* O_ACCMODE */) !== 0;
+  const STATX_TYPE = 1;
+  const r = sys(SYS.statx, fd, ptrOf(emptyPath), AT.EMPTY_PATH, STATX_TYPE, ptrOf(statxBuf));
+  const v = new DataView(statxBuf.buffer);
+  const known = r === 0 && (v.getUint32(0, true) & STATX_TYPE) !== 0;
+  return { type: known ? v.getUint16(28, true) & 0o170000 : undefined, writable };
 }
 
 /**
