@@ -91,7 +91,7 @@ export function runChecks(): Check[] {
         : "truncation of files outside the project is not refused by the kernel floor (Linux ≥ 6.2)",
     });
     checks.push({
-      name: "Landlock ABI ≥ 6 (signal and abstract-socket scope)",
+      name: "Landlock ABI ≥ 6 (scoped IPC)", // signals and abstract unix sockets; a name fits its column (32)
       ok: abi >= 6,
       optional: true,
       value: abi >= 6 ? "yes" : "no",

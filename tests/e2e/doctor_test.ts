@@ -22,3 +22,9 @@ Deno.test("doctor --json: machine-readable checks", async () => {
     ),
   );
 });
+
+Deno.test("doctor: the values stand in one column (each check's name fits its 32 cells)", async () => {
+  const r = await hallpass(["doctor", "--json"]);
+  const checks = JSON.parse(r.stdout) as { name: string }[];
+  for (const c of checks) ok(c.name.length <= 32, `${JSON.stringify(c.name)} is ${c.name.length} long`);
+});
