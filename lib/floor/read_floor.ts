@@ -103,7 +103,7 @@ export function readStartLines(
   if (inProject.length) {
     out.push(
       `hallpass: files the sandbox creates directly in ${
-        inProject.map((c) => visible(tilde(c.path, home))).join(", ")
+        few(inProject.map((c) => visible(tilde(c.path, home))))
       } cannot be read back in this session (a protected location is below it)`,
     );
   }
@@ -113,7 +113,7 @@ export function readStartLines(
   if (away.length) {
     out.push(
       `hallpass: NOT protected this session, as they lie below a directory everyone creates files in: ${
-        away.map((p) => visible(p)).join(", ")
+        few(away.map((p) => visible(p)))
       } (\`hallpass rules\` lists the protections)`,
     );
   }
@@ -125,6 +125,11 @@ export function readStartLines(
     );
   }
   return out;
+}
+
+/** At most five of `items` for a line at start (3000 `--protect` paths in /tmp made one 60 KB line). */
+function few(items: string[]): string {
+  return items.length > 5 ? `${items.slice(0, 5).join(", ")}, … (${items.length} in all)` : items.join(", ");
 }
 
 /**

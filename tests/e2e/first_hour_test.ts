@@ -383,3 +383,17 @@ Deno.test("hallpass answer --json with an agent it cannot reach: said on stderr 
     await s.cleanup();
   }
 });
+
+Deno.test("many --protect paths hallpass cannot protect: the start-up line names five and the count, not all", async () => {
+  const s = await scratch(); // in /tmp: a directory everyone creates files in
+  try {
+    const args = Array.from({ length: 40 }, (_, i) => ["--protect", `${s.outside}/secret-${i}`]).flat();
+    const r = await hallpass([...args, "--no-ask", "--", "true"], { cwd: s.project });
+    assertEquals(r.code, 0, r.stderr);
+    const line = r.stderr.split("\n").find((l) => l.includes("NOT protected this session")) ?? "";
+    match(line, /, … \(40 in all\) \(`hallpass rules` lists the protections\)$/);
+    assert(line.length < 1000, `${line.length} characters`);
+  } finally {
+    await s.cleanup();
+  }
+});
