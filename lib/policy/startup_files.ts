@@ -78,6 +78,10 @@ export function startupFiles(home: string, config: string): { kind: "exact" | "t
     { kind: "tree", path: `${home}/.vim` },
     // oh-my-zsh: its whole tree is sourced at every zsh start (plugins, custom/*.zsh, the completion cache)
     { kind: "tree", path: `${home}/.oh-my-zsh` },
+    // desktop menus: an entry named as a system one replaces it (its Exec= runs when you click it), and
+    // mimeapps.list picks what `xdg-open` runs for a link or a file type
+    { kind: "tree", path: `${home}/.local/share/applications` },
+    { kind: "exact", path: `${config}/mimeapps.list` },
     // fish/functions: a NAME.fish there is run for the command NAME (`ls.fish` shadows ls)
     ...["fish/conf.d", "fish/functions", "autostart", "systemd/user", "environment.d", "nvim"].map((d) => ({
       kind: "tree" as const,

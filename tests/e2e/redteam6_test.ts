@@ -385,12 +385,14 @@ for (const how of ["project = $HOME", "--allow-path ~/.local"]) {
  * More files programs run at their start, with the project `$HOME`: gdb runs `~/.gdbinit`'s `shell` lines (the
  * judge here: `gdb -batch` outside), readline's `~/.inputrc` can bind Enter to a macro that types a command,
  * psql runs `~/.psqlrc`'s `\!`, sqlite3 `~/.sqliterc`'s `.system`, fish a `functions/NAME.fish` for the command
- * NAME, zsh with oh-my-zsh everything under `~/.oh-my-zsh`. Protected paths (lib/policy/startup_files.ts):
+ * NAME, zsh with oh-my-zsh everything under `~/.oh-my-zsh`, a desktop's menu a `~/.local/share/applications`
+ * entry named as a system one, `xdg-open` the handler `~/.config/mimeapps.list` names (no desktop here to judge
+ * those two: judged by the write). Protected paths (lib/policy/startup_files.ts):
  * under --no-ask none is written. Control: bare, each is written and gdb runs its line.
  */
 test({
   name:
-    "redteam6: ~/.gdbinit, ~/.inputrc, ~/.psqlrc, ~/.sqliterc, fish functions and ~/.oh-my-zsh are protected",
+    "redteam6: ~/.gdbinit, ~/.inputrc, ~/.psqlrc, ~/.sqliterc, fish functions, ~/.oh-my-zsh, desktop entries are protected",
   ignore: tool("gdb"),
   async fn() {
     const s = await scratchHome("hallpass-rt6-rc-");
@@ -403,6 +405,8 @@ test({
         [".sqliterc", ".system touch /tmp/x"],
         [".config/fish/functions/ls.fish", "function ls; touch /tmp/x; end"],
         [".oh-my-zsh/custom/x.zsh", "touch /tmp/x"],
+        [".local/share/applications/firefox.desktop", "[Desktop Entry]\nExec=sh -c 'touch /tmp/x'"],
+        [".config/mimeapps.list", "[Default Applications]\nx-scheme-handler/https=firefox.desktop"],
       ];
       const script = files.map(([f, line]) =>
         `mkdir -p "$(dirname ${q(f)})" 2>/dev/null; printf '%s\\n' ${q(line)} >> ${q(f)}`
