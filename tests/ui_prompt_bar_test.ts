@@ -242,3 +242,16 @@ Deno.test("layout: a terminal too short for the bar keeps what is asked about an
   assertEquals(layout(base, 80, 0), layout(base, 80));
   assertEquals(layout(base, 80, 24), layout(base, 80));
 });
+
+Deno.test("hallpass answer's screen in a short terminal: the pod line, the target and the keys", async () => {
+  const { barLines } = await import("../lib/agent/answer_client.ts");
+  const container = { namespace: "ci", pod: "builder", container: "app", id: "c1" };
+  const v = { bar: base, container, status: "", history: [], title: "hallpass answer" };
+  const lines = barLines(v, 80, 3);
+  assertEquals(lines, [
+    "pod: ci/builder app",
+    "/home/me/.npm/_cacache/tmp/x",
+    "[o] allow once  [t] for 5m0s  [a] always  [d] deny  [n] never  [?] help",
+  ]);
+  assertEquals(barLines(v, 80).length, 6); // rows unknown: every line, as before
+});

@@ -178,7 +178,7 @@ export interface AnswerView {
 }
 
 /** The bar's lines: the pod line, then the workstation bar's own lines. */
-export function barLines(v: AnswerView, cols: number): string[] {
+export function barLines(v: AnswerView, cols: number, rows = 0): string[] {
   if (!v.bar) return [truncateEnd(v.status, cols)];
   const w = Math.max(cols, 1);
   const left = v.leftMs === undefined
@@ -189,7 +189,9 @@ export function barLines(v: AnswerView, cols: number): string[] {
     `pod: ${visible(podLabel(v.container ?? v.bar.question.container!))}${node}${left}`,
     w,
   );
-  return [...(v.problem ? [truncateEnd(v.problem, w)] : []), pod, ...layout(v.bar, w)];
+  const above = [...(v.problem ? [truncateEnd(v.problem, w)] : []), pod];
+  // A short terminal: the workstation bar keeps the target and the keys (prompt_bar.ts layout), the pod line above.
+  return [...above, ...layout(v.bar, w, rows > 0 ? Math.max(rows - above.length, 1) : 0)];
 }
 
 /**
@@ -198,7 +200,7 @@ export function barLines(v: AnswerView, cols: number): string[] {
  */
 export function frame(v: AnswerView, rows: number, cols: number): string {
   if (rows <= 0 || cols <= 0) return "";
-  const bar = barLines(v, cols);
+  const bar = barLines(v, cols, rows);
   const free = Math.max(rows - bar.length, 0);
   const top = free > 0 ? [v.title, ...(free > 1 ? v.history.slice(-(free - 1)) : [])] : [];
   let out = "";
