@@ -41,9 +41,9 @@ deps: apt
 apt:
 	@missing=""; for p in $(APT_PKGS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
-	  echo "make: installing$$missing"; \
 	  if [ "$$(id -u)" != 0 ] && ! command -v sudo >/dev/null; then \
 	    echo "make: missing packages:$$missing; as root: apt-get install$$missing (then make again)" >&2; exit 1; fi; \
+	  echo "make: installing$$missing"; \
 	  { $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; } \
 	    >build-apt.log 2>&1 || { cat build-apt.log; echo "make: apt-get install$$missing failed (above)" >&2; exit 1; }; \
 	  rm -f build-apt.log; \

@@ -397,3 +397,39 @@ Deno.test("many --protect paths hallpass cannot protect: the start-up line names
     await s.cleanup();
   }
 });
+
+/** Why `make apt` cannot show a missing package here: root or sudo would install it, or it is installed. */
+function cannotTryApt(): string | undefined {
+  if (isRoot()) return "as root make would install the package (runs as the unprivileged user)";
+  const onPath = (name: string) =>
+    (Deno.env.get("PATH") ?? "").split(":").some((d) => {
+      try {
+        return d !== "" && Deno.statSync(`${d}/${name}`).isFile;
+      } catch {
+        return false;
+      }
+    });
+  if (onPath("sudo")) return "sudo is there: make would install the package";
+  if (!onPath("dpkg-query")) return "no dpkg-query (not Debian/Ubuntu)";
+  const have = new Deno.Command("dpkg-query", { args: ["-W", "sl"], stdout: "null", stderr: "null" })
+    .outputSync();
+  return have.success ? "the package sl is installed here: nothing would be missing" : undefined;
+}
+
+test({
+  name: "make as a user without sudo and a package missing: says which to install, not that it is installing",
+  ignore: [tool("make"), cannotTryApt() ? { reason: cannotTryApt()! } : undefined],
+}, async () => {
+  const pkg = "sl"; // a package nobody's build needs (not installed: checked above)
+  const r = await new Deno.Command("make", {
+    args: ["--no-print-directory", "apt", `APT_PKGS=${pkg}`],
+    cwd: ROOT,
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const out = new TextDecoder().decode(r.stdout) + new TextDecoder().decode(r.stderr);
+  assertEquals(r.code, 2, out);
+  match(out, /^make: missing packages: sl; as root: apt-get install sl \(then make again\)$/m);
+  assert(!out.includes("installing"), out);
+});
