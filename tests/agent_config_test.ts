@@ -204,6 +204,22 @@ Deno.test("a dotenv file the agent loads: any line added or changed puts it back
   );
 });
 
+Deno.test("whole `//` comment lines (copilot's config.json) are read past; other comments are not JSON", () => {
+  const head = "// User settings belong in settings.json.\n// This file is managed automatically.\n";
+  equal(judgeConfig(settings, head + '{"model":"a"}\n', head + '{"model":"b"}\n').kind, "same");
+  const v = judgeConfig(
+    settings,
+    head + '{"model":"a"}\n',
+    head + '{"model":"b",\n  // x\n  "hooks":{"x":1}}\n',
+  );
+  assert(v.kind === "keys");
+  deepEqual(JSON.parse(v.text), { model: "b" });
+  // A `//` inside a string is content; a comment after a value or a block comment is not JSON: judged whole.
+  equal(judgeConfig(settings, '{"model":"a"}', '{"model":"http://x"}').kind, "same");
+  equal(judgeConfig(settings, '{"model":"a"}', '{"model":"a", "hooks":{"x":1} // y\n}').kind, "whole");
+  equal(judgeConfig(settings, '{"model":"a"}', '{"model":"a", /* y */ "hooks":{"x":1}}').kind, "whole");
+});
+
 Deno.test("a byte-order mark at the start of a JSON file is read past", () => {
   equal(judgeConfig(settings, '\ufeff{"model":"a"}', '{"model":"b"}').kind, "same");
   const v = judgeConfig(settings, '\ufeff{"model":"a"}', '\ufeff{"model":"b","hooks":{"x":1}}');

@@ -294,11 +294,15 @@ function covers(pat: string[], path: string[]): boolean {
 }
 
 /**
- * A byte-order mark an editor left is not a reason to judge the whole file: read past it (an agent that does
- * not would read nothing from the file, which runs nothing either).
+ * A byte-order mark an editor left, or copilot's `//` comment lines, are not a reason to judge the whole file:
+ * read past them (an agent that does not would read nothing from the file, which runs nothing either).
  */
 function noBom(text: string): string {
-  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  const t = text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+  // Whole lines of `//` comments, as copilot writes at the top of its ~/.copilot/config.json: no JSON value
+  // can start a line with `//` (a string cannot span lines), so reading past them hides nothing an agent's
+  // parser could see. Any other comment form stays "not valid JSON" (the file is then judged whole).
+  return /^[ \t]*\/\//m.test(t) ? t.split("\n").filter((l) => !/^[ \t]*\/\//.test(l)).join("\n") : t;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
