@@ -271,6 +271,19 @@ export function wakeWaits(waker: number): void {
   libc().write(waker, new Uint8Array(one.buffer), 8n);
 }
 
+/**
+ * Resolves after `ms`, or at once when `waker` was woken ({@linkcode wakeWaits}): a poll(2) of the waker alone
+ * on a pool thread. For the pty session's own waits instead of a timer: the first `setTimeout` of a process
+ * makes Deno load node:timers and what it needs (~6 ms of CPU at every interactive start).
+ */
+export async function sleepUnlessWoken(ms: number, waker: number): Promise<void> {
+  const pfd = new Uint8Array(8);
+  const view = new DataView(pfd.buffer);
+  view.setInt32(0, waker, true);
+  view.setInt16(4, POLLIN, true);
+  await libc().poll_wait(pfd, 1n, ms);
+}
+
 /** poll(2) one fd (and the waker, if any) on a pool thread; returns fd's revents (0 on timeout or a wake). */
 async function pollOne(fd: number, events: number, timeoutMs: number, waker = -1): Promise<number> {
   // struct pollfd { int fd; short events; short revents; }

@@ -10,6 +10,7 @@ import {
   lazyName,
   rewrite,
   startReexports,
+  xtermFirstWriteMicrotask,
 } from "../helper/bundle/bundle.ts";
 
 const npm = (name: string) => `/nm/${name}/main.js`;
@@ -127,6 +128,18 @@ Deno.test("bundle rewrite: every lazyImport call in the sources is rewritten (no
     assert.ok(!/(?<![\w.:] ?)import\("\.{1,2}\/[^"]+"\)(?!\.\w)/.test(out), `${f}: a dynamic import left`);
   }
   assert.ok(calls >= 5, `found ${calls} lazyImport calls`);
+});
+
+Deno.test("bundle: xterm.js's first parse after a write is a microtask, once or not at all", () => {
+  const first = "void this._innerWrite();setTimeout((()=>this._innerWrite()))";
+  assert.equal(
+    xtermFirstWriteMicrotask(`if(x)return ${first}}`),
+    "if(x)return void this._innerWrite();queueMicrotask((()=>this._innerWrite()))}",
+  );
+  assert.equal(xtermFirstWriteMicrotask(`${first};${first}`), `${first};${first}`);
+  // The later slices of a long parse stay timers.
+  const later = "setTimeout((()=>this._innerWrite(0,e))):this._innerWrite(s,e)";
+  assert.equal(xtermFirstWriteMicrotask(later), later);
 });
 
 Deno.test("bundle: xterm.js's Node check is answered (true, as under Deno), once or not at all", () => {

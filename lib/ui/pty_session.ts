@@ -39,6 +39,7 @@ import {
   readWhenReady,
   setTermios,
   setWinSize,
+  sleepUnlessWoken,
   takeUnread,
   type TermiosState,
   waitWaker,
@@ -175,6 +176,8 @@ export class PtySession implements BarHost {
   #finishing = false;
   /** Ends the pumps' waits when #stop aborts (an exit is not held up by a 100 ms poll slice); -1: none. */
   #waker = -1;
+  /** The waits of #sleep in flight: finish() lets them end (the stop wakes them) before it closes the waker. */
+  readonly #sleeps = new Set<Promise<void>>();
 
   private constructor(
     master: number,
@@ -261,6 +264,11 @@ export class PtySession implements BarHost {
       setTermios(0, makeRaw(this.#saved));
     }
     this.#hooks.onFatal(() => this.restore());
+    try {
+      this.#waker = waitWaker();
+      const waker = this.#waker;
+      this.#stop.signal.addEventListener("abort", () => wakeWaits(waker), { once: true });
+    } catch { /* the pumps notice an abort within a poll slice */ }
     if (isatty(0) && isatty(1) && !this.gate.plain) this.#askCursor();
     if (this.#opts.title !== undefined && isatty(1) && !this.gate.plain) {
       // Save the title (XTWINOPS 22), set ours; restore() pops it (23). A terminal without a title stack keeps
@@ -272,11 +280,6 @@ export class PtySession implements BarHost {
         writeAllSync(new TextEncoder().encode(`\x1b[22;0t\x1b]2;${title}\x1b\\`));
       } catch { /* not ours to fix */ }
     }
-    try {
-      this.#waker = waitWaker();
-      const waker = this.#waker;
-      this.#stop.signal.addEventListener("abort", () => wakeWaits(waker), { once: true });
-    } catch { /* the pumps notice an abort within a poll slice */ }
     this.#hooks.onSignal("SIGWINCH", () => this.#resized());
     for (const sig of Object.keys(SIGNALS) as ExitSignal[]) {
       this.#hooks.onSignal(sig, () => {
@@ -303,16 +306,17 @@ export class PtySession implements BarHost {
   #askCursor(waitMs = 500): void {
     this.#cursorKnown = new Promise<void>((resolve) => {
       let late = false;
-      const timer = setTimeout(() => {
+      let answered = false;
+      this.#sleep(waitMs).then(async () => {
+        if (answered) return;
         // Go on without it; a late answer is still taken out of the input (for a while), never applied.
         late = true;
         resolve();
-        Deno.unrefTimer(setTimeout(() => {
-          if (this.#cprWanted === done) this.#cprWanted = null;
-        }, 10_000));
-      }, waitMs);
+        await this.#sleep(10_000);
+        if (this.#cprWanted === done) this.#cprWanted = null;
+      });
       const done = (pos: CursorReport | null) => {
-        clearTimeout(timer);
+        answered = true;
         this.#cprWanted = null;
         if (pos) this.#answersCursor = true;
         // A terminal that tells its size as the pty has it is asked again with each cursor question after a
@@ -527,10 +531,7 @@ export class PtySession implements BarHost {
     const drained = Promise.race([this.#outputDone.then(() => true), this.#whenQuiet()]);
     for (;;) {
       const before = this.gate.bytesOut;
-      const done = await Promise.race([
-        drained,
-        new Promise<false>((r) => setTimeout(() => r(false), idleMs)),
-      ]);
+      const done = await Promise.race([drained, this.#sleep(idleMs).then(() => false)]);
       if (done || this.gate.bytesOut === before) break;
     }
     this.#stop.abort();
@@ -540,6 +541,7 @@ export class PtySession implements BarHost {
     await Promise.allSettled([this.#outputDone, this.#inputDone]);
     await this.gate.flushed();
     this.#relay?.close();
+    while (this.#sleeps.size > 0) await Promise.allSettled([...this.#sleeps]);
     if (this.#waker >= 0) {
       try {
         closeFd(this.#waker);
@@ -551,6 +553,20 @@ export class PtySession implements BarHost {
     try {
       closeFd(this.#master);
     } catch { /* already gone */ }
+  }
+
+  /**
+   * Resolves after `ms`, or as soon as the session stops (at once when it has). Not a timer: the first timer of a
+   * process loads Deno's node:timers (~6 ms of CPU at every start of an interactive session).
+   */
+  #sleep(ms: number): Promise<void> {
+    if (this.#stop.signal.aborted) return Promise.resolve();
+    if (this.#waker < 0) return new Promise((r) => setTimeout(r, ms));
+    const p: Promise<void> = sleepUnlessWoken(ms, this.#waker).catch(() => {}).then(() => {
+      this.#sleeps.delete(p);
+    });
+    this.#sleeps.add(p);
+    return p;
   }
 
   #noteTyped(bytes: Uint8Array): void {
@@ -565,11 +581,11 @@ export class PtySession implements BarHost {
     return new Promise((resolve) => {
       if (this.#keeper < 0) return;
       const tick = () => {
-        if (this.#restored) return;
+        if (this.#restored || this.#stop.signal.aborted) return;
         if (outputQueued(this.#keeper) === 0 && !readableWithin(this.#master, 0)) resolve(true);
-        else setTimeout(tick, 10);
+        else this.#sleep(10).then(tick);
       };
-      setTimeout(tick, 10);
+      this.#sleep(10).then(tick);
     });
   }
 

@@ -157,6 +157,12 @@ test({
       `${f} looks at process`,
     );
   }
+  // xterm.js's first parse after a write is a microtask, not a timer (the first timer loads Deno's node:timers).
+  const terminalText = terminal.map((f) => Deno.readTextFileSync(`${ROOT}/build/js/${f}`)).join("\n");
+  assert(
+    terminalText.includes("queueMicrotask(() => this._innerWrite())"),
+    "xterm.js's first parse is a timer",
+  );
   // The fast path's side (lib/supervisor/host.ts's import()) is loaded at the first trapped call, and the
   // decision's code (lib/policy/policy.ts) by whatever decides.
   const startText = Deno.readTextFileSync(`${ROOT}/build/js/${chunk}`);
