@@ -7,7 +7,10 @@
  *   micro sendto N       N x UDP sendto with an address (a loopback socket of its own) + recv
  *   micro run N CMD...   N x fork + execvp(CMD) + wait, CMD's stdout to /dev/null; prints the median seconds of
  *                        one run (spawn to exit); exits 1 if any run fails. With MICRO_CPU=1, a second number:
- *                        the median CPU seconds (user + system) of the run's process tree
+ *                        the median CPU seconds (user + system) of the run's process tree. With MICRO_PTY=1, CMD
+ *                        runs on a new pty (24x80, its controlling terminal) whose other side answers as a
+ *                        terminal does (CSI 18 t: its size; CSI 6 n: the cursor at the top left) and reads what
+ *                        CMD writes until the pty closes
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -18,6 +21,7 @@
 #include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <sys/stat.h>
@@ -33,6 +37,42 @@ static double now(void) {
 static void fail(const char *what, const char *arg) {
 	fprintf(stderr, "micro: %s %s: %s\n", what, arg ? arg : "", strerror(errno));
 	exit(1);
+}
+
+/* MICRO_PTY: a new pty for the child (slave name in *slave); the master fd. */
+static int pty_open(char *slave, size_t len) {
+	int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (m < 0 || grantpt(m) || unlockpt(m) || ptsname_r(m, slave, len)) fail("pty", NULL);
+	struct winsize ws = {.ws_row = 24, .ws_col = 80};
+	ioctl(m, TIOCSWINSZ, &ws);
+	return m;
+}
+
+/* In the child: the pty becomes its controlling terminal and its stdin, stdout and stderr. */
+static void pty_child(const char *slave) {
+	setsid();
+	int s = open(slave, O_RDWR);
+	if (s < 0 || ioctl(s, TIOCSCTTY, 0)) _exit(126);
+	dup2(s, 0), dup2(s, 1), dup2(s, 2);
+	if (s > 2) close(s);
+}
+
+/* Reads the master until the pty closes, answering the size (CSI 18 t) and cursor (CSI 6 n) queries. */
+static void pty_serve(int m) {
+	char look[4 + 65536];
+	size_t t = 0; /* the last bytes of the previous read, first in look: a query may straddle two reads */
+	for (;;) {
+		ssize_t r = read(m, look + t, sizeof look - t);
+		if (r < 0 && errno == EINTR) continue;
+		if (r <= 0) break;
+		size_t n = t + r;
+		for (size_t i = 0; i < n; i++) { /* a query ending in this read's bytes */
+			if (i + 5 <= n && i + 5 > t && !memcmp(look + i, "\x1b[18t", 5)) write(m, "\x1b[8;24;80t", 10);
+			if (i + 4 <= n && i + 4 > t && !memcmp(look + i, "\x1b[6n", 4)) write(m, "\x1b[1;1R", 6);
+		}
+		t = n < 4 ? n : 4;
+		memmove(look, look + n - t, t);
+	}
 }
 
 int main(int argc, char **argv) {
@@ -99,12 +139,17 @@ int main(int argc, char **argv) {
 		}
 	} else if (!strcmp(argv[1], "run") && argc >= 4 && n > 0) {
 		double *t = calloc(n, sizeof *t), *c = calloc(n, sizeof *c);
+		const char *pty_env = getenv("MICRO_PTY");
+		int on_pty = pty_env && *pty_env;
 		for (long i = 0; i < n; i++) {
+			char slave[128];
+			int m = on_pty ? pty_open(slave, sizeof slave) : -1;
 			double a = now();
 			pid_t p = fork();
 			if (p < 0) fail("fork", NULL);
 			if (p == 0) {
-				int fd = open("/dev/null", O_WRONLY);
+				if (on_pty) pty_child(slave);
+				int fd = on_pty ? -1 : open("/dev/null", O_WRONLY);
 				if (fd >= 0) dup2(fd, 1);
 				execvp(argv[3], argv + 3);
 				fprintf(stderr, "micro: %s: %s\n", argv[3], strerror(errno));
@@ -112,6 +157,10 @@ int main(int argc, char **argv) {
 			}
 			int st;
 			struct rusage ru;
+			if (on_pty) {
+				pty_serve(m);
+				close(m);
+			}
 			if (wait4(p, &st, 0, &ru) != p) fail("waitpid", NULL);
 			t[i] = now() - a;
 			c[i] = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;

@@ -6,7 +6,9 @@
 # are medians of spawn-to-exit times (bench/build/micro run 1). An agent row's extra is the median over the
 # rounds of that round's (under hallpass − bare − hallpass's start-up), with its quartiles. The start-up row
 # also gives the ratio of the 25th percentiles and of the median CPU time (user + system of the process tree),
-# which a loaded machine disturbs less than wall time. Prints Markdown rows to stdout, then the exact command of every row (paths
+# which a loaded machine disturbs less than wall time. The interactive row runs `hallpass --no-ask -- /bin/true`
+# on a new pty that answers as a terminal does (bench/micro.c, MICRO_PTY=1): the pty session, the screen model,
+# the terminal's modes, against the plain start of the same round. Prints Markdown rows to stdout, then the exact command of every row (paths
 # shortened: ./hallpass, WORK for the project directory, EMPTY.js for the empty script).
 #
 #   bash bench/startup.sh                 # R=20
@@ -34,6 +36,7 @@ export PATH
 ROWS=(
 	"deno|$DENO run --quiet --allow-all --no-prompt --v8-flags=--max-semi-space-size=1 $D/empty.js"
 	"hp-true|$HALLPASS --no-ask -q --project $D/w -- /bin/true"
+	"hp-pty|$HALLPASS --no-ask --project $D/w -- /bin/true"
 	"node|node -e 0"
 	"hp-node|$HALLPASS --no-ask -q --project $D/w -- node -e 0"
 )
@@ -44,7 +47,7 @@ for a in claude codex; do
 		ROWS+=("$a|$a --version" "hp-$a|$HALLPASS --no-ask -q --agent $a --project $D/w -- $a --version")
 	fi
 done
-command -v node >/dev/null || ROWS=("${ROWS[@]:0:2}")
+command -v node >/dev/null || ROWS=("${ROWS[@]:0:3}")
 
 declare -A T C
 n=${#ROWS[@]}
@@ -55,7 +58,7 @@ for ((rep = -1; rep < R; rep++)); do # round -1: untimed warm-up
 		row=${ROWS[$(((k + rep + n) % n))]}
 		name=${row%%|*}
 		# shellcheck disable=SC2086 # the command's words
-		s=$(MICRO_CPU=1 "$MICRO" run 1 ${row#*|} </dev/null 2>>"$D/err") || { echo "bench/startup.sh: $name failed:" \
+		s=$(MICRO_PTY=$([ "$name" = hp-pty ] && echo 1) MICRO_CPU=1 "$MICRO" run 1 ${row#*|} </dev/null 2>>"$D/err") || { echo "bench/startup.sh: $name failed:" \
 			"$(tail -3 "$D/err")" >&2; exit 1; }
 		[ "$rep" -ge 0 ] && T[$name]+="${s% *} " && C[$name]+="${s#* } "
 	done
@@ -70,6 +73,20 @@ printf '| start-up: `hallpass --no-ask -q -- /bin/true` vs an empty `deno run` (
 	"$(ms "$DENO_S")" "$(ms "$HP_S")" "$(ratio "$HP_S" "$DENO_S")" \
 	"$(ratio "$(p25 "${T[hp-true]}")" "$(p25 "${T[deno]}")")" "$(ratio "$(med "${C[hp-true]}")" "$(med "${C[deno]}")")" \
 	"$(awk -v a="$HP_S" -v b="$DENO_S" 'BEGIN{print (a/b <= 1.25) ? "met" : "MISSED"}')"
+# The interactive start: on a terminal − the plain start, per round ("median p25 p75" in seconds).
+diff2() {
+	paste <(tr ' ' '\n' <<<"$1" | grep .) <(tr ' ' '\n' <<<"$2" | grep .) | awk '{print $1 - $2}' | sort -g |
+		awk '{a[NR]=$1} END{m=(NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2; print m, a[int((NR-1)/4)+1], a[NR-int((NR-1)/4)]}'
+}
+read -r -a PW <<<"$(diff2 "${T[hp-pty]}" "${T[hp-true]}")"
+read -r -a PC <<<"$(diff2 "${C[hp-pty]}" "${C[hp-true]}")"
+printf '| interactive start-up: `hallpass --no-ask -- /bin/true` on a terminal vs the plain start, ms | %s | %s | %s ms (rounds p25–p75 %s–%s); CPU %s → %s ms (%s ms, p25–p75 %s–%s) | — |\n' \
+	"$(ms "$HP_S")" "$(ms "$(med "${T[hp-pty]}")")" \
+	"$(awk -v x="${PW[0]}" 'BEGIN{printf "%+.1f", x*1000}')" "$(awk -v x="${PW[1]}" 'BEGIN{printf "%+.1f", x*1000}')" \
+	"$(awk -v x="${PW[2]}" 'BEGIN{printf "%+.1f", x*1000}')" \
+	"$(ms "$(med "${C[hp-true]}")")" "$(ms "$(med "${C[hp-pty]}")")" \
+	"$(awk -v x="${PC[0]}" 'BEGIN{printf "%+.1f", x*1000}')" "$(awk -v x="${PC[1]}" 'BEGIN{printf "%+.1f", x*1000}')" \
+	"$(awk -v x="${PC[2]}" 'BEGIN{printf "%+.1f", x*1000}')"
 # Per round: under hallpass − bare − hallpass's start-up, all three from the same round (a loaded machine
 # moves the three medians apart; the rounds' own differences move less). Prints "median p25 p75" in seconds.
 extra() {
@@ -102,5 +119,6 @@ for row in "${ROWS[@]}"; do
 	name=${row%%|*}
 	ver=""
 	case $name in node | claude | codex) ver=" ($("$name" --version 2>/dev/null | head -1))" ;; esac
+	[ "$name" = hp-pty ] && ver=" (on a pty that answers as a terminal: \`MICRO_PTY=1 bench/build/micro run 1 CMD\`)"
 	printf -- '- %s%s: `%s`\n' "$name" "$ver" "$(short "${row#*|}")"
 done
