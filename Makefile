@@ -109,7 +109,7 @@ hallpass-request: helper/hallpass-request/hallpass-request.c
 # it is told to.
 LAZY_MODULES := lib/policy/agent_recipes.ts lib/cli/doctor.ts lib/cli/rules_command.ts lib/agent/agent_cli.ts lib/agent/answer_client.ts \
                 lib/ask/ask_program.ts lib/ui/pty_session.ts lib/ask/terminal_ask.ts ffi/seccomp.ts lib/filter/filter_build.ts \
-                lib/supervisor/fast_replay.ts
+                lib/supervisor/fast_replay.ts lib/sandbox/tty_guard.ts
 # The program as bundled modules (helper/bundle/bundle.ts): what the ./hallpass script runs.
 SOURCES      := main.ts $(wildcard lib/*.ts lib/*/*.ts lib/*/*/*.ts ffi/*.ts)
 # Not fatal: without it the script runs the sources (slower to start).

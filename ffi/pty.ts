@@ -53,6 +53,8 @@ const SYMBOLS = {
   write: { parameters: ["i32", "buffer", "usize"], result: "isize" },
   /** int poll(struct pollfd *fds, nfds_t nfds, int timeout);  on a pool thread: errno is not read after it */
   poll_wait: { name: "poll", parameters: ["buffer", "u64", "i32"], result: "i32", nonblocking: true },
+  /** pid_t getpgrp(void); */
+  getpgrp: { parameters: [], result: "i32" },
   /** int eventfd(unsigned int initval, int flags); */
   eventfd: { parameters: ["u32", "i32"], result: "i32" },
   /** The same poll, on the calling thread (short waits only). */
@@ -127,6 +129,36 @@ export function openPty(): { master: number; slavePath: string } {
 export function openSlave(path: string): number {
   const cpath = new TextEncoder().encode(path + "\0");
   return check(libc().open(cpath, O_RDWR | O_NOCTTY, 0), "open", path);
+}
+
+/**
+ * A read-only reopen of the terminal on `fd` (`/proc/self/fd/N`, O_RDONLY|O_NOCTTY|O_CLOEXEC): a program given it
+ * reads keys and sets modes, but cannot write the terminal through it.
+ */
+export function reopenReadOnly(fd: number): number {
+  const cpath = new TextEncoder().encode(`/proc/self/fd/${fd}\0`);
+  return check(libc().open(cpath, O_NOCTTY | O_CLOEXEC, 0), "open", `/proc/self/fd/${fd}`);
+}
+
+/** Whether this process's group is the foreground of the terminal on `fd` (tcsetattr would not stop it). */
+export function inForeground(fd: number): boolean {
+  const buf = new Uint8Array(4);
+  if (Number(libc().ioctl(fd, 0x540fn, /* TIOCGPGRP */ buf)) < 0) return false;
+  return new DataView(buf.buffer).getInt32(0, true) === libc().getpgrp();
+}
+
+/** Whether two saved states are the same bytes. */
+export function sameTermios(a: TermiosState, b: TermiosState): boolean {
+  const x = TermiosState.bytes(a), y = TermiosState.bytes(b);
+  return x.length === y.length && x.every((v, i) => v === y[i]);
+}
+
+/** `state` without output processing (OPOST cleared in c_oflag: bytes pass unchanged); the rest unchanged. */
+export function withoutOutputProcessing(state: TermiosState): TermiosState {
+  const copy = TermiosState.bytes(state).slice();
+  const view = new DataView(copy.buffer);
+  view.setUint32(4, view.getUint32(4, true) & ~1, /* OPOST */ true);
+  return new TermiosState(copy, TOKEN);
 }
 
 /**

@@ -7,7 +7,7 @@
  * SOCKFD is one end of a SOCK_SEQPACKET socketpair whose other end the supervisor keeps for its whole life.
  * Protocol (all integers native-endian u32/i32):
  *
- *   supervisor -> launcher  CONFIG  {magic, version, flags, umask} + SCM_RIGHTS [bpf memfd, ruleset?, pty slave?]
+ *   supervisor -> launcher  CONFIG  {magic, version, flags, umask} + SCM_RIGHTS [bpf memfd, ruleset?, pty slave?, fd 0?, fd 1?, fd 2?]
  *   child      -> supervisor READY  {magic, 'R', pid, listener fd number}  (the supervisor takes a copy of
  *                                                                       the listener with pidfd_getfd)
  *   child      -> supervisor EXECFAIL {magic, 'E', errno, 0}       (the execve of PROGRAM failed)
@@ -55,6 +55,11 @@
 #define CFG_SIGQUIT_IGN 16u
 /* Landlock ABI 7: log the command's denials to audit, which hallpass reads (lib/floor/refused_reads.ts). */
 #define CFG_LOG_DENIALS 32u
+/* Without the pty, the terminal among fds 0-2 replaced (lib/sandbox/tty_guard.ts): fd 0 by a read-only reopen,
+ * fds 1/2 by an output-only pty's slave. One fd each, in this order, after the pty's. */
+#define CFG_STDIN 64u
+#define CFG_STDOUT 128u
+#define CFG_STDERR 256u
 #define LANDLOCK_RESTRICT_SELF_LOG_SAME_EXEC_OFF 1u
 #define LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON 2u
 
@@ -193,11 +198,11 @@ static int send_msg(int sock, uint32_t kind, int32_t a, int fd) {
 	return n == (ssize_t)sizeof m ? 0 : -1;
 }
 
-/* Receives the CONFIG message and up to 3 fds. Returns the number of fds received. */
-static int recv_config(int sock, struct config *cfg, int fds[3]) {
+/* Receives the CONFIG message and up to 6 fds. Returns the number of fds received. */
+static int recv_config(int sock, struct config *cfg, int fds[6]) {
 	struct iovec iov = {cfg, sizeof *cfg};
 	union {
-		char buf[CMSG_SPACE(3 * sizeof(int))];
+		char buf[CMSG_SPACE(6 * sizeof(int))];
 		struct cmsghdr align;
 	} u;
 	struct msghdr mh = {0};
@@ -223,7 +228,7 @@ static int recv_config(int sock, struct config *cfg, int fds[3]) {
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
 		int k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (int i = 0; i < k && count < 3; i++) memcpy(&fds[count++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+		for (int i = 0; i < k && count < 6; i++) memcpy(&fds[count++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
 	}
 	return count;
 }
@@ -327,7 +332,12 @@ static void exit_like(int status) {
 	_exit(125);
 }
 
-static void child(int sock, const struct config *cfg, int bpf_fd, int ruleset_fd, int pty_fd, char **argv) {
+static void child(int sock, const struct config *cfg, int bpf_fd, int ruleset_fd, int pty_fd, const int stdio[3],
+                  char **argv) {
+	for (int i = 0; i < 3; i++)
+		if (stdio[i] >= 0 && dup2(stdio[i], i) < 0) die("dup2 of a terminal fd");
+	for (int i = 0; i < 3; i++)
+		if (stdio[i] > 2) close(stdio[i]);
 	if (cfg->flags & CFG_PTY) {
 		/* The launcher leads the pty's session; the command gets its own process group, in the foreground.
 		 * Its group is not orphaned (its parent is in the same session), so Ctrl-Z stops it as usual. */
@@ -428,9 +438,10 @@ int main(int argc, char **argv) {
 	signal(SIGPIPE, SIG_DFL);
 
 	struct config cfg;
-	int fds[3] = {-1, -1, -1};
+	int fds[6] = {-1, -1, -1, -1, -1, -1};
 	int nfd = recv_config(sock, &cfg, fds);
-	int want = 1 + !!(cfg.flags & CFG_RULESET) + !!(cfg.flags & CFG_PTY);
+	int want = 1 + !!(cfg.flags & CFG_RULESET) + !!(cfg.flags & CFG_PTY) + !!(cfg.flags & CFG_STDIN) +
+	           !!(cfg.flags & CFG_STDOUT) + !!(cfg.flags & CFG_STDERR);
 	if (nfd != want) {
 		errno = EPROTO;
 		die("wrong number of descriptors in the configuration");
@@ -439,6 +450,10 @@ int main(int argc, char **argv) {
 	int bpf_fd = fds[k++];
 	int ruleset_fd = (cfg.flags & CFG_RULESET) ? fds[k++] : -1;
 	int pty_fd = (cfg.flags & CFG_PTY) ? fds[k++] : -1;
+	int stdio[3];
+	stdio[0] = (cfg.flags & CFG_STDIN) ? fds[k++] : -1;
+	stdio[1] = (cfg.flags & CFG_STDOUT) ? fds[k++] : -1;
+	stdio[2] = (cfg.flags & CFG_STDERR) ? fds[k++] : -1;
 
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) die("child subreaper");
 	if (pty_fd >= 0) {
@@ -461,11 +476,13 @@ int main(int argc, char **argv) {
 	if (pid < 0) die("fork");
 	if (pid == 0) {
 		close(sfd);
-		child(sock, &cfg, bpf_fd, ruleset_fd, pty_fd, argv + 2);
+		child(sock, &cfg, bpf_fd, ruleset_fd, pty_fd, stdio, argv + 2);
 	}
 	close(bpf_fd);
 	if (ruleset_fd >= 0) close(ruleset_fd);
 	if (pty_fd >= 0) close(pty_fd); /* the launcher must not hold the pty: EOF on the master means "gone" */
+	for (int i = 0; i < 3; i++)
+		if (stdio[i] >= 0) close(stdio[i]);
 
 	struct pollfd pfd[2] = {{sfd, POLLIN, 0}, {sock, POLLIN, 0}};
 	for (;;) {

@@ -56,6 +56,7 @@ import { GIT_REASON } from "../policy/protected_paths.ts";
 import { DENIED_STATUS, finalStatus } from "../cli/fail_on_deny.ts";
 import { SupervisorHost } from "../supervisor/host.ts";
 import type { PtySession } from "../ui/pty_session.ts";
+import type { TtyGuard } from "./tty_guard.ts";
 import { lazyImport } from "../util/lazy_import.ts";
 import { Errno } from "../../ffi/errors.ts";
 import { lexists } from "../util/exists.ts";
@@ -226,6 +227,8 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   if (!opts.keepFds) closeInheritedOnExec();
 
   let pty: PtySession | null = null;
+  /** Without the pty, a terminal among fds 0-2 the command must not write raw (lib/sandbox/tty_guard.ts). */
+  let guard: TtyGuard | null = null;
   const warn = (line: string) => {
     // Through the screen gate in pty mode, so a line never lands in the middle of the bar.
     if (pty) pty.gate.output(new TextEncoder().encode(line + "\r\n"));
@@ -247,6 +250,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     ending = true;
     setTimeout(async () => {
       pty?.restore();
+      guard?.restore();
       // A command that ignores the signal must not keep the exit checks from running (nested repositories):
       // the launcher kills the sandbox when its socket closes; then they run, then hallpass exits.
       await stopSandbox?.().catch(() => {});
@@ -289,6 +293,11 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
       title: `hallpass: ${plan.argv.join(" ")}`,
       relayLibrary: relayLibrary(),
     });
+  } else if (Deno.stdin.isTerminal() || Deno.stdout.isTerminal() || Deno.stderr.isTerminal()) {
+    const { TtyGuard } = await lazyImport<typeof import("./tty_guard.ts")>(
+      new URL("./tty_guard.ts", import.meta.url),
+    );
+    guard = TtyGuard.open();
   }
   if (opts.askProgram) {
     const { AskProgram } = await lazyImport<typeof import("../ask/ask_program.ts")>(
@@ -304,10 +313,11 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     backend = new NoAsk();
   }
 
-  // The sandbox's own terminal: the pty it runs on, or (without one) the terminal of fds 0-2. No other terminal
-  // of the person's is writable without asking (lib/supervisor/other_terminals.ts).
-  const terminals = pty ? [pty.slavePath] : ownTerminals();
-  for (const t of terminals) addTerminal(plan, t);
+  // The sandbox's own terminal: the pty it runs on, or without one the guard's output pty (the person's terminal
+  // only readable: lib/sandbox/tty_guard.ts). No other terminal of the person's is writable without asking
+  // (lib/supervisor/other_terminals.ts).
+  const terminals = pty ? [pty.slavePath] : guard ? guard.applyTo(plan) : ownTerminals();
+  for (const t of guard ? guard.writable : terminals) addTerminal(plan, t);
 
   // --- kernel objects, and the launcher
   for (
@@ -379,14 +389,16 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   dv.setUint32(4, 1, true);
   dv.setUint32(
     8,
-    CFG.RULESET | CFG.WAIT_KILLABLE | (pty ? CFG.PTY : 0) | (reporting?.ok ? CFG.LOG_DENIALS : 0),
+    CFG.RULESET | CFG.WAIT_KILLABLE | (pty ? CFG.PTY : 0) | (reporting?.ok ? CFG.LOG_DENIALS : 0) |
+      (guard?.sent().flags ?? 0),
     true,
   );
   dv.setUint32(12, userUmask, true);
-  sendWithFds(mySock, cfgMsg, [bpf, ruleset.fd, ...(pty ? [pty.slaveFd] : [])]);
+  sendWithFds(mySock, cfgMsg, [bpf, ruleset.fd, ...(pty ? [pty.slaveFd] : []), ...(guard?.sent().fds ?? [])]);
   close(bpf);
   close(ruleset.fd);
   pty?.closeSlave();
+  guard?.closeSent();
 
   // While the launcher applies them (all before the command can start: it starts when its first exec is
   // answered, below): agents' own configuration, checked at exit (lib/sandbox/agent_config_check.ts); what the
@@ -516,6 +528,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
       // Fail closed: hallpass exits, its end of the launcher's socket closes, and the launcher kills every
       // sandboxed process (SIGKILL of the launcher alone would leave them running, re-parented to init).
       pty?.restore();
+      guard?.restore();
       console.error(`hallpass: supervisor failed: ${message}; the sandbox was stopped`);
       Deno.exit(125);
     },
@@ -530,6 +543,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     for (const [s, h] of handlers) Deno.addSignalListener(s, h);
   }
   pty?.start();
+  guard?.start();
   watchLauncher(mySock, plan.argv[0], warn, pty);
 
   const status = await launcher.status;
@@ -553,6 +567,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     : [...nestedRepoLines(plan, startMs), ...checkAgentConfig(agentConfig, plan.home, startMs)];
   await backend.close();
   if (pty) await pty.finish();
+  await guard?.finish();
   repoLines.forEach((l) => console.error(l));
   for (const [s, h] of handlers) Deno.removeSignalListener(s, h);
   if (!opts.quiet) {

@@ -1,0 +1,179 @@
+/**
+ * The terminal without hallpass's pty (docs/threat-model.md "The terminal"): when stdin or stdout is a pipe and
+ * another of fds 0-2 is the person's terminal (`hallpass -- cmd | tee log`, `echo x | hallpass -- cmd`), the
+ * command wrote the terminal raw, through the inherited fds (a terminal fd is open read-write: even fd 0) and
+ * `/dev/tty`, so an OSC 52 set the clipboard the person pastes next. Judged from outside: tmux's paste buffers
+ * (`set-clipboard on`: tmux keeps what OSC 52 sets) and the screen, with the same script bare first (the
+ * control: each channel does reach the clipboard without hallpass).
+ */
+import { ok as assert } from "node:assert/strict";
+import { test, tool } from "../helpers/skip.ts";
+import { type Tmux, until, withPane } from "./tmux.ts";
+
+/** An OSC 52 write of `PW-<name>` through `redirect` (a shell redirection; "" for fd 1). */
+function osc(name: string, redirect: string): string {
+  return String.raw`printf 'A\033]52;c;${btoa(`PW-${name}`)}\007B\n'` + (redirect ? ` ${redirect}` : "");
+}
+const CHANNELS: Record<string, string> = { fd1: "", fd2: ">&2", fd0: ">&0", tty: ">/dev/tty" };
+
+async function buffers(t: Tmux): Promise<string> {
+  const names = (await t.tmux("list-buffers", "-F", "#{buffer_name}").catch(() => "")).split("\n").filter(
+    Boolean,
+  );
+  let all = "";
+  for (const n of names) all += await t.tmux("show-buffer", "-b", n).catch(() => "") + "\n";
+  return all;
+}
+
+async function clearBuffers(t: Tmux): Promise<void> {
+  const names = (await t.tmux("list-buffers", "-F", "#{buffer_name}").catch(() => "")).split("\n").filter(
+    Boolean,
+  );
+  for (const n of names) await t.tmux("delete-buffer", "-b", n).catch(() => {});
+}
+
+/** The pipe layouts: how the command is run (`CMD` is replaced), and which channels are the terminal there. */
+const LAYOUTS: { name: string; run: string; channels: string[] }[] = [
+  {
+    name: "stdout a pipe (cmd | cat > file)",
+    run: `CMD | cat > "$DIR/out"`,
+    channels: ["fd0", "fd2", "tty"],
+  },
+  { name: "stdin a pipe (echo x | cmd)", run: `echo x | CMD`, channels: ["fd1", "fd2", "tty"] },
+  {
+    name: "only stdin the terminal (cmd 2>&1 | cat > file)",
+    run: `CMD 2>&1 | cat > "$DIR/out"`,
+    channels: [
+      "fd0",
+      "tty",
+    ],
+  },
+];
+
+for (const layout of LAYOUTS) {
+  test({
+    name: `no clipboard write reaches the terminal without the pty: ${layout.name}`,
+    ignore: tool("tmux"),
+    async fn() {
+      const body = layout.channels.map((c) => osc(c, CHANNELS[c]) + "; ").join("");
+      const cmd = (prefix: string) => layout.run.replace("CMD", `${prefix}sh -c ${JSON.stringify(body)}`);
+      await withPane({
+        script: [
+          `until [ -e "$DIR/go" ]; do sleep 0.05; done`,
+          cmd(""),
+          `echo control-done`,
+          `until [ -e "$DIR/go2" ]; do sleep 0.05; done`,
+          cmd("hp -q -- "),
+          `echo sandbox-done`,
+        ].join("\n"),
+      }, async (t) => {
+        await t.tmux("set", "-g", "set-clipboard", "on");
+        await Deno.writeTextFile(`${t.dir}/go`, "");
+        await until(async () => (await t.screen()).includes("control-done"), "the control");
+        const ctl = await buffers(t);
+        for (const c of layout.channels) {
+          assert(
+            ctl.includes(`PW-${c}`),
+            `control: OSC 52 through ${c} did not set tmux's buffer bare (${ctl})`,
+          );
+        }
+        await clearBuffers(t);
+        await Deno.writeTextFile(`${t.dir}/go2`, "");
+        await until(async () => (await t.screen()).includes("sandbox-done"), "the sandboxed printfs");
+        const buf = await buffers(t);
+        assert(!buf.includes("PW-"), `the sandbox set the clipboard (${layout.name}): ${buf}`);
+        // The text around the removed strings still reached the terminal where the channel is an output (fd 1/2).
+        const outs = layout.channels.filter((c) => c === "fd1" || c === "fd2").length;
+        if (outs > 0) {
+          const screen = await t.screen();
+          assert(screen.split("AB").length - 1 >= 2 * outs, `the sandboxed output did not show:\n${screen}`);
+        }
+      });
+    },
+  });
+}
+
+test({
+  name: "without the pty, the command's terminal fds are still terminals, and colours pass",
+  ignore: tool("tmux"),
+  async fn() {
+    await withPane({
+      script: [
+        `echo x | hp -q -- sh -c '[ -t 1 ] && echo one-is-tty; [ -t 2 ] && echo two-is-tty >&2; ` +
+        String.raw`printf "\033[31mRED\033[0m\n"'`,
+        `hp -q -- sh -c '[ -t 0 ] && echo zero-is-tty >&2; [ -t 2 ] && echo two-too >&2' | cat > "$DIR/out"`,
+        `echo all-done`,
+      ].join("\n"),
+    }, async (t) => {
+      const s = await t.waitFor((s) => s.includes("all-done"), "the commands");
+      for (const w of ["one-is-tty", "two-is-tty", "zero-is-tty", "two-too"]) {
+        assert(s.includes(w), `${w}:\n${s}`);
+      }
+      const esc = await t.screenEsc();
+      assert(/\x1b\[31mRED/.test(esc), `no red:\n${esc}`);
+    });
+  },
+});
+
+test({
+  name: "without the pty, the command reads keys from fd 0, and Ctrl-C ends it",
+  ignore: tool("tmux"),
+  async fn() {
+    await withPane({
+      script: [
+        // The pane's shell has no job control: it gets the Ctrl-C too (a trap, reset to default in its children).
+        `trap 'true' INT`,
+        `stty -a > "$DIR/stty.before"`,
+        `hp -q -- sh -c 'echo ready >&2; read k; echo "got=$k"' | cat > "$DIR/out"`,
+        `echo read-done`,
+        `hp -q -- sh -c 'echo sleeping >&2; exec sleep 100' | cat`,
+        `echo "after-c=$?"`,
+        `hp -q -- sh -c 'stty raw -echo; echo raw-set >&2' | cat > /dev/null`,
+        `stty -a > "$DIR/stty.after"`,
+        `echo all-done`,
+      ].join("\n"),
+    }, async (t) => {
+      await t.waitFor((s) => s.includes("ready"), "the reader");
+      await t.type("hello");
+      await t.keys("Enter");
+      await t.waitFor((s) => s.includes("read-done"), "the reader's end");
+      assert((await Deno.readTextFile(`${t.dir}/out`)).includes("got=hello"), "the key read through fd 0");
+      await t.waitFor((s) => s.includes("sleeping"), "the sleeper");
+      await t.keys("C-c");
+      const s = await t.waitFor((s) => s.includes("all-done"), "the end after Ctrl-C");
+      assert(/after-c=1[23]\d/.test(s), `Ctrl-C did not end the command:\n${s}`);
+      const [a, b] = [
+        await Deno.readTextFile(`${t.dir}/stty.before`),
+        await Deno.readTextFile(`${t.dir}/stty.after`),
+      ];
+      assert(a === b, `the terminal's modes changed:\n${a}\n---\n${b}`);
+    });
+  },
+});
+
+test({
+  name: "without the pty, `| less` and `cat | wc` work as bare",
+  ignore: tool("tmux"),
+  async fn() {
+    await withPane({
+      script: [
+        `hp -q -- seq 1 500 | less`,
+        `echo less-done`,
+        `hp -q -- cat | wc -c`,
+        `echo all-done`,
+      ].join("\n"),
+    }, async (t) => {
+      await t.waitFor((s) => /^1\n2\n3\n/.test(s), "less showing the start");
+      await t.keys("G");
+      await t.waitFor((s) => s.includes("500"), "less at the end");
+      await t.keys("q");
+      await t.waitFor((s) => s.includes("less-done"), "less gone");
+      await t.type("abc");
+      await t.keys("Enter");
+      await t.waitFor((s) => s.includes("abc"), "the echo of what was typed");
+      await t.keys("C-d");
+      const s = await t.waitFor((s) => s.includes("all-done"), "wc");
+      assert(/^\s*4$/m.test(s), `wc did not count the line:\n${s}`);
+    });
+  },
+});
