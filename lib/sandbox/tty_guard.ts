@@ -186,11 +186,18 @@ export class TtyGuard {
     }
   }
 
-  /** Puts the terminal's modes back when the command changed them (only in the foreground: else it would stop). */
+  /**
+   * Puts the terminal's modes back when they changed, only in the foreground (else tcsetattr would stop
+   * hallpass) and only when no other program of the pipeline reads the terminal: a pager (`| less`) set them and
+   * they are its own.
+   */
   restore(): void {
     if (!this.#saved) return;
     try {
-      if (!sameTermios(getTermios(this.#modesFd), this.#saved) && inForeground(this.#modesFd)) {
+      if (
+        !sameTermios(getTermios(this.#modesFd), this.#saved) && inForeground(this.#modesFd) &&
+        !otherReader([...this.terminals, "/dev/tty"])
+      ) {
         setTermios(this.#modesFd, this.#saved);
       }
     } catch {
@@ -214,4 +221,52 @@ export class TtyGuard {
     }
     this.restore();
   }
+}
+
+/** /proc/PID/stat's fields after the command name: [state, ppid, pgrp, ...]. */
+function statFields(pid: number | "self"): string[] | null {
+  try {
+    const st = Deno.readTextFileSync(`/proc/${pid}/stat`);
+    return st.slice(st.lastIndexOf(")") + 2).split(" ");
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether a process of hallpass's process group, other than hallpass and its ancestors (the shell), has one of
+ * `terminals` open for reading as its stdin or above fd 2 (`less` reads keys from `/dev/tty`): the program
+ * that owns the terminal's modes now.
+ */
+export function otherReader(terminals: readonly string[]): boolean {
+  const self = statFields("self");
+  if (!self) return false;
+  const pgrp = self[2];
+  const ancestors = new Set<number>([Deno.pid]);
+  for (let p = Number(self[1]); p > 1 && !ancestors.has(p);) {
+    ancestors.add(p);
+    p = Number(statFields(p)?.[1] ?? 0);
+  }
+  for (const e of Deno.readDirSync("/proc")) {
+    const pid = Number(e.name);
+    if (!Number.isInteger(pid) || pid <= 0 || ancestors.has(pid) || statFields(pid)?.[2] !== pgrp) continue;
+    let fds: Deno.DirEntry[];
+    try {
+      fds = [...Deno.readDirSync(`/proc/${pid}/fd`)];
+    } catch {
+      continue;
+    }
+    for (const f of fds) {
+      const n = Number(f.name);
+      if (n === 1 || n === 2) continue;
+      try {
+        if (!terminals.includes(Deno.readLinkSync(`/proc/${pid}/fd/${n}`))) continue;
+        const flags = /^flags:\s*([0-7]+)$/m.exec(Deno.readTextFileSync(`/proc/${pid}/fdinfo/${n}`));
+        if (flags && (parseInt(flags[1], 8) & 3) !== 1 /* not O_WRONLY */) return true;
+      } catch {
+        // gone
+      }
+    }
+  }
+  return false;
 }

@@ -177,3 +177,38 @@ test({
     });
   },
 });
+
+test({
+  name: "without the pty, the modes a pager set while the command ran stay the pager's (`| less`)",
+  ignore: tool("tmux"),
+  async fn() {
+    await withPane({
+      script: [
+        // hallpass starts (and sees the modes) before less sets its own; the command ends after.
+        `hpp -q -- sh -c 'echo started >&2; until [ -e "$DIR/go" ]; do sleep 0.05; done; seq 1 500' | ` +
+        `{ until [ -e "$DIR/less" ]; do sleep 0.05; done; exec less; }`,
+        `echo less-done`,
+      ].join("\n"),
+    }, async (t) => {
+      await t.waitFor((s) => s.includes("started"), "the command");
+      const tty = await t.display("#{pane_tty}");
+      const modes = async () =>
+        new TextDecoder().decode(
+          (await new Deno.Command("stty", { args: ["-F", tty, "-a"] }).output()).stdout,
+        );
+      await Deno.writeTextFile(`${t.dir}/less`, "");
+      await until(async () => /-icanon/.test(await modes()), "less's raw mode");
+      await Deno.writeTextFile(`${t.dir}/go`, "");
+      await t.waitFor((s) => /^1\n2\n3\n/.test(s), "less showing the start");
+      const pid = (await Deno.readTextFile(`${t.dir}/hp.pid`)).trim();
+      await until(
+        async () => !(await Deno.stat(`/proc/${pid}`).then(() => true, () => false)),
+        "hallpass's exit",
+      );
+      await t.keys("G"); // one key, no Enter: read only in less's raw mode
+      await t.waitFor((s) => s.includes("500"), "less at the end");
+      await t.keys("q");
+      await t.waitFor((s) => s.includes("less-done"), "less gone");
+    });
+  },
+});
