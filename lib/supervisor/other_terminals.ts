@@ -1,10 +1,10 @@
 /**
  * Other terminals (docs/threat-model.md, "Other terminals"): the sandbox may write its own terminal — the pty
- * hallpass runs it on, or without one the terminal of fds 0-2 (lib/sandbox/plan.ts addTerminal), `/dev/tty` — and the
- * ptys it opens itself through `/dev/ptmx` (tmux, an editor's terminal, `script`). Any other `/dev/pts/N` is
- * a terminal of the person's (another tmux pane, another ssh session) where the sandbox could print a fake
- * prompt or set the clipboard: opening it for writing asks like any write outside, and the bar says it is
- * another terminal.
+ * hallpass runs it on, or without one the output pty of fds 1/2 (lib/sandbox/tty_guard.ts; plan.ts
+ * addTerminal), `/dev/tty` — and the ptys it opens itself through `/dev/ptmx` (tmux, an editor's terminal,
+ * `script`). Any other `/dev/pts/N` is a terminal of the person's (another tmux pane, another ssh session) where
+ * the sandbox could print a fake prompt or set the clipboard: opening it for writing asks like any write
+ * outside, and the bar says it is another terminal.
  *
  * Decided on the device, race-free: the supervisor opens `/dev/pts/N` itself (no symlink followed), and only
  * while it holds that open — so index N cannot be freed and given to another terminal meanwhile — checks that

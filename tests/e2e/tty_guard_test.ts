@@ -14,7 +14,15 @@ import { type Tmux, until, withPane } from "./tmux.ts";
 function osc(name: string, redirect: string): string {
   return String.raw`printf 'A\033]52;c;${btoa(`PW-${name}`)}\007B\n'` + (redirect ? ` ${redirect}` : "");
 }
-const CHANNELS: Record<string, string> = { fd1: "", fd2: ">&2", fd0: ">&0", tty: ">/dev/tty" };
+const CHANNELS: Record<string, string> = {
+  fd1: "",
+  fd2: ">&2",
+  fd0: ">&0",
+  tty: ">/dev/tty",
+  // The terminal by its own path, and fd 0 reopened for writing through /proc.
+  path: `>"$(tty)"`,
+  proc0: ">/proc/self/fd/0",
+};
 
 async function buffers(t: Tmux): Promise<string> {
   const names = (await t.tmux("list-buffers", "-F", "#{buffer_name}").catch(() => "")).split("\n").filter(
@@ -37,16 +45,13 @@ const LAYOUTS: { name: string; run: string; channels: string[] }[] = [
   {
     name: "stdout a pipe (cmd | cat > file)",
     run: `CMD | cat > "$DIR/out"`,
-    channels: ["fd0", "fd2", "tty"],
+    channels: ["fd0", "fd2", "tty", "path", "proc0"],
   },
   { name: "stdin a pipe (echo x | cmd)", run: `echo x | CMD`, channels: ["fd1", "fd2", "tty"] },
   {
     name: "only stdin the terminal (cmd 2>&1 | cat > file)",
     run: `CMD 2>&1 | cat > "$DIR/out"`,
-    channels: [
-      "fd0",
-      "tty",
-    ],
+    channels: ["fd0", "tty", "path", "proc0"],
   },
 ];
 
@@ -100,13 +105,14 @@ test({
     await withPane({
       script: [
         `echo x | hp -q -- sh -c '[ -t 1 ] && echo one-is-tty; [ -t 2 ] && echo two-is-tty >&2; ` +
-        String.raw`printf "\033[31mRED\033[0m\n"'`,
+        String
+          .raw`printf "\033[31mRED\033[0m\n"; echo by-path-out > /dev/stdout; echo by-path-err > /dev/stderr'`,
         `hp -q -- sh -c '[ -t 0 ] && echo zero-is-tty >&2; [ -t 2 ] && echo two-too >&2' | cat > "$DIR/out"`,
         `echo all-done`,
       ].join("\n"),
     }, async (t) => {
       const s = await t.waitFor((s) => s.includes("all-done"), "the commands");
-      for (const w of ["one-is-tty", "two-is-tty", "zero-is-tty", "two-too"]) {
+      for (const w of ["one-is-tty", "two-is-tty", "zero-is-tty", "two-too", "by-path-out", "by-path-err"]) {
         assert(s.includes(w), `${w}:\n${s}`);
       }
       const esc = await t.screenEsc();
