@@ -49,6 +49,14 @@ const LAYOUTS: { name: string; run: string; channels: string[] }[] = [
   },
   { name: "stdin a pipe (echo x | cmd)", run: `echo x | CMD`, channels: ["fd1", "fd2", "tty"] },
   {
+    name: "only stderr the terminal (cmd < /dev/null > file)",
+    run: `CMD < /dev/null > "$DIR/out"`,
+    channels: [
+      "fd2",
+      "tty",
+    ],
+  },
+  {
     name: "only stdin the terminal (cmd 2>&1 | cat > file)",
     run: `CMD 2>&1 | cat > "$DIR/out"`,
     channels: ["fd0", "tty", "path", "proc0"],
