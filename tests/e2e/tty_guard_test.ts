@@ -8,7 +8,7 @@
  */
 import { ok as assert } from "node:assert/strict";
 import { test, tool } from "../helpers/skip.ts";
-import { type Tmux, until, withPane } from "./tmux.ts";
+import { HALLPASS, type Tmux, until, withPane } from "./tmux.ts";
 
 /** An OSC 52 write of `PW-<name>` through `redirect` (a shell redirection; "" for fd 1). */
 function osc(name: string, redirect: string): string {
@@ -114,13 +114,24 @@ test({
       script: [
         `echo x | hp -q -- sh -c '[ -t 1 ] && echo one-is-tty; [ -t 2 ] && echo two-is-tty >&2; ` +
         String
-          .raw`printf "\033[31mRED\033[0m\n"; echo by-path-out > /dev/stdout; echo by-path-err > /dev/stderr'`,
+          .raw`printf "\033[31mRED\033[0m\n"; echo by-path-out > /dev/stdout; echo by-path-err > /dev/stderr; ` +
+        String.raw`echo "size=$(stty -F /dev/stderr size)"'`,
         `hp -q -- sh -c '[ -t 0 ] && echo zero-is-tty >&2; [ -t 2 ] && echo two-too >&2' | cat > "$DIR/out"`,
         `echo all-done`,
       ].join("\n"),
     }, async (t) => {
       const s = await t.waitFor((s) => s.includes("all-done"), "the commands");
-      for (const w of ["one-is-tty", "two-is-tty", "zero-is-tty", "two-too", "by-path-out", "by-path-err"]) {
+      for (
+        const w of [
+          "one-is-tty",
+          "two-is-tty",
+          "zero-is-tty",
+          "two-too",
+          "by-path-out",
+          "by-path-err",
+          "size=30 100",
+        ]
+      ) {
         assert(s.includes(w), `${w}:\n${s}`);
       }
       const esc = await t.screenEsc();
@@ -223,6 +234,66 @@ test({
       await t.waitFor((s) => s.includes("500"), "less at the end");
       await t.keys("q");
       await t.waitFor((s) => s.includes("less-done"), "less gone");
+    });
+  },
+});
+
+test({
+  name: "without the pty, job control is the shell's: Ctrl-Z and fg, a background reader stopped by SIGTTIN",
+  ignore: tool("tmux") ?? tool("bash"),
+  async fn() {
+    await withPane({
+      // set -b: bash says a job stopped as it happens (not at the next prompt).
+      script: `PS1='$ ' exec bash --norc --noprofile -i`,
+    }, async (t) => {
+      await t.waitFor((s) => s.includes("$"), "bash's prompt");
+      await t.type("set -b");
+      await t.keys("Enter");
+      // Counted in the history too: a long command line wraps, and the screen scrolls.
+      const stopped = async () => (await t.history()).split("Stopped").length - 1;
+      await t.type(
+        `${HALLPASS} -q -- sh -c 'trap "echo went-on >&2" CONT; echo slept >&2; while :; do sleep 0.1; done' | cat`,
+      );
+      await t.keys("Enter");
+      await t.waitFor((s) => s.includes("slept"), "the command");
+      await t.keys("C-z");
+      await until(async () => (await stopped()) >= 1, "the job stopped");
+      await t.type("fg");
+      await t.keys("Enter");
+      await t.waitFor((s) => s.includes("went-on"), "the job in the foreground again");
+      await t.keys("C-c");
+      await t.type("echo fg-done");
+      await t.keys("Enter");
+      await t.waitFor((s) => /^fg-done$/m.test(s), "the job ended by Ctrl-C");
+      // A background job reading the terminal through fd 0 is stopped (SIGTTIN), as without hallpass.
+      const before = await stopped();
+      await t.type(`${HALLPASS} -q -- cat | cat > /dev/null &`);
+      await t.keys("Enter");
+      await until(async () => (await stopped()) > before, "the background reader stopped (SIGTTIN)");
+      await t.type("kill -9 %1; echo bg-done");
+      await t.keys("Enter");
+      await t.waitFor((s) => /^bg-done$/m.test(s), "the background job killed");
+    });
+  },
+});
+
+test({
+  name: "without the pty, the output pty follows the terminal's size",
+  ignore: tool("tmux"),
+  async fn() {
+    await withPane({
+      script: [
+        `echo x | hp -q -- sh -c 'echo "before=$(stty -F /dev/stderr size)"; ` +
+        `while [ "$(stty -F /dev/stderr size)" != "30 60" ]; do sleep 0.05; done; echo resized-ok'`,
+        `echo all-done`,
+      ].join("\n"),
+    }, async (t) => {
+      await t.waitFor((s) => s.includes("before=30 100"), "the first size");
+      await t.tmux("resize-window", "-t", "hp", "-x", "60");
+      await t.waitFor(
+        (s) => s.includes("resized-ok") && s.includes("all-done"),
+        "the new size in the output pty",
+      );
     });
   },
 });
