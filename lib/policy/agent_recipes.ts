@@ -75,9 +75,18 @@ export interface Recipe {
    * cannot rewrite the program the person runs next, outside hallpass (see {@link agentProgramPaths}).
    */
   installedIn?: string[];
+  /**
+   * Variables set for the sandboxed command, each naming a directory only sessions use (made at start, 0700,
+   * writable by a `write` rule): copilot's `COPILOT_PKG_CACHE_HOME`, so that the runtime it unpacks inside the
+   * sandbox is one no copilot outside reads (lib/sandbox/copilot_runtime.ts).
+   */
+  env?: { name: string; dir: string; why: string }[];
 }
 
 const w = (scope: string, why: string): RecipeRule => ({ scope, why });
+
+/** The runtime copilot unpacks inside sessions (`COPILOT_PKG_CACHE_HOME`), below `$HOME`. */
+export const COPILOT_SANDBOX_PKG = ".local/share/hallpass/copilot";
 
 export const RECIPES: Recipe[] = [
   {
@@ -151,13 +160,23 @@ export const RECIPES: Recipe[] = [
     package: "@github/copilot",
     write: [
       w("~/.copilot/**", "config.json, logs/, session-state/, the settings lock"),
-      w("~/.cache/copilot/**", "the runtime it unpacks on first start (pkg/linux-x64/VERSION)"),
+      w(
+        `~/${COPILOT_SANDBOX_PKG}/**`,
+        "the runtime it unpacks at its first session and runs in the next (pkg/linux-x64/VERSION): sessions only",
+      ),
+      w("~/.cache/copilot/**", "its other caches (the runtime there is checked at exit)"),
       // Not ~/.cache itself: a directory renamed onto it would bring ~/.cache/hallpass with it.
       w("~/.cache/Microsoft", "making the directory of the next line (that name only)"),
       w("~/.cache/Microsoft/DeveloperTools/**", "its device id (shared by Microsoft tools)"),
       w("{tmp}/node-compile-cache/**", "node's compile cache"),
     ],
     exec: [w("{package}/**", "its own package")],
+    env: [{
+      name: "COPILOT_PKG_CACHE_HOME",
+      dir: `~/${COPILOT_SANDBOX_PKG}`,
+      why: "where it unpacks its runtime inside sessions: copilot outside never reads it, so nothing the " +
+        "sandbox puts there runs outside (its own search directories are checked at exit)",
+    }],
   },
 ];
 
@@ -282,6 +301,12 @@ export function agentProgramPaths(
   return out;
 }
 
+/** The variables recipe `name` sets for the sandboxed command (`env`), with `~` expanded. */
+export function agentEnv(name: string, home: string): { name: string; dir: string }[] {
+  const r = RECIPES.find((x) => x.name === name);
+  return (r?.env ?? []).map((e) => ({ name: e.name, dir: e.dir.replace(/^~(?=\/|$)/, home) }));
+}
+
 /** The files recipe `name` makes at its first start directly in `$HOME` (`startFiles`), expanded. */
 export function agentStartFiles(
   name: string,
@@ -318,6 +343,10 @@ export function formatRecipes(opts: RecipeContext): string[] {
         `    made at start when missing: ${quoteTarget(path)} (${f.content.trim()}); renamed over: EXDEV`,
       );
       lines.push(`        ${f.why}`);
+    }
+    for (const e of r.env ?? []) {
+      lines.push(`    set for the command: ${e.name}=${quoteTarget(e.dir.replace(/^~(?=\/|$)/, opts.home))}`);
+      lines.push(`        ${e.why}`);
     }
   }
   lines.push(

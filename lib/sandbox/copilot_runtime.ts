@@ -1,15 +1,25 @@
 /**
- * GitHub Copilot CLI's unpacked runtime, checked at exit. The `copilot` binary unpacks its JavaScript and native
- * addons (index.js, app.js, cli-main.js, prebuilds/…) to `CACHE/copilot/pkg/PLATFORM/VERSION/` at its first
- * start and runs them from there at every start after; `--agent copilot` lets the sandbox write
- * `~/.cache/copilot/**` (where it unpacks). Red team (copilot 1.0.102): a line the sandbox added to index.js ran
- * at the person's next `copilot -p` outside hallpass (tests/e2e/redteam6_test.ts).
+ * GitHub Copilot CLI's runtime, checked at exit. The `copilot` binary (1.0.102's loader, `sea-loader.js`) runs
+ * JavaScript and native addons (index.js, app.js, cli-main.js, prebuilds/…) from `PKG/PLATFORM/VERSION/`, where
+ * PLATFORM is `universal` or `linux-x64` and PKG each directory of its search list: `$COPILOT_PKG_CACHE_HOME/pkg`,
+ * `$COPILOT_CACHE_HOME/pkg`, `CACHE/copilot/pkg` (CACHE: `$XDG_CACHE_HOME`, else `~/.cache`),
+ * `$COPILOT_HOME/pkg`, `~/.copilot/pkg`. It unpacks its own version into the first of the first three, and —
+ * auto-update, on by default — runs instead the highest version above its own found in any of them with a
+ * readable index.js (a bare `index.js` is enough). Red team (copilot 1.0.102): a line the sandbox added to the
+ * unpacked index.js, or a `~/.copilot/pkg/linux-x64/9.9.9/index.js` it planted (`--agent copilot` writes
+ * `~/.copilot/**`), ran at the person's next `copilot --version` outside hallpass (tests/e2e/redteam6_test.ts,
+ * tests/e2e/copilot_pkg_test.ts).
  *
- * A version directory in which any entry was made or changed during the session (ctime; the `inuse.PID.hold` /
- * `.lock` files copilot makes and removes at each start aside, when they are plain files) is moved to
- * `CACHE/copilot/pkg.hallpass-quarantined/` and named: copilot unpacks its own again at its next start. A
- * symlink made in the session at `copilot`, `pkg`, a platform or a version directory is moved aside the same
- * way (copilot would follow it). `CACHE` is `~/.cache` and `$XDG_CACHE_HOME` (copilot uses the latter when set).
+ * Inside a session `--agent copilot` sets `COPILOT_PKG_CACHE_HOME` to a directory only sessions use
+ * (lib/policy/agent_recipes.ts): copilot unpacks there once and runs it in every later session, never outside.
+ * At exit each search directory copilot outside reads (with the person's own environment) is looked at:
+ *   - a version directory in which an entry was made or changed during the session (ctime; the `inuse.PID.hold`
+ *     / `.lock` files copilot's runtime makes and removes at each start aside, when they are plain files);
+ *   - a version or platform directory (or `pkg`) that may have been renamed in: its own ctime and its parent's
+ *     are from the session (a rename changes both; a tree moved in keeps its old ctimes inside);
+ *   - a symlink made in the session at the directory holding `pkg`, at `pkg`, a platform or a version;
+ * each is moved to `PKG.hallpass-quarantined/` (the holder's symlink: to `HOLDER.hallpass-quarantined/`) and
+ * named. Copilot outside unpacks its own again at its next start when its own was moved.
  *
  * @module
  */
@@ -25,25 +35,52 @@ const MAX_DEPTH = 24;
 
 type Fs = RepoFs & { moveInto?(from: string, dir: string, name: string): boolean };
 
+/** The variables copilot's loader reads to find its runtime, as the person's environment has them. */
+export const COPILOT_ENV = ["COPILOT_PKG_CACHE_HOME", "COPILOT_CACHE_HOME", "XDG_CACHE_HOME", "COPILOT_HOME"];
+
+/**
+ * The directories holding a `pkg` that copilot started outside hallpass reads (its loader's search list, with
+ * the person's environment `env`), plus `~/.cache/copilot` when `$XDG_CACHE_HOME` points elsewhere (copilot
+ * started without it). Values that are not absolute paths are left out (relative to wherever copilot starts).
+ * Pure.
+ */
+export function copilotSearchHolders(home: string, env: (k: string) => string | undefined): string[] {
+  const abs = (v: string | undefined) => {
+    if (!v?.startsWith("/")) return undefined;
+    const n = v.replace(/\/+/g, "/").replace(/\/$/, "");
+    return n.split("/").some((c) => c === "." || c === "..") ? undefined : n;
+  };
+  const cache = abs(env("XDG_CACHE_HOME")) ?? `${home}/.cache`;
+  const out: string[] = [];
+  for (
+    const d of [
+      abs(env("COPILOT_PKG_CACHE_HOME")),
+      abs(env("COPILOT_CACHE_HOME")),
+      `${cache}/copilot`,
+      `${home}/.cache/copilot`,
+      abs(env("COPILOT_HOME")),
+      `${home}/.copilot`,
+    ]
+  ) {
+    if (d && d !== "" && !out.includes(d)) out.push(d);
+  }
+  return out;
+}
+
 export function checkCopilotRuntime(
   home: string,
-  xdgCache: string | undefined,
+  env: (k: string) => string | undefined,
   startMs: number,
   fs: Fs = realRepoFs,
 ): string[] {
   const since = Math.floor(startMs / 1000) * 1000 - 1000;
-  const caches = [`${home}/.cache`];
-  if (xdgCache?.startsWith("/") && !caches.includes(xdgCache.replace(/\/+$/, ""))) {
-    caches.push(xdgCache.replace(/\/+$/, ""));
-  }
   const out: string[] = [];
-  for (const cache of caches) out.push(...checkCache(cache, home, since, fs));
+  for (const holder of copilotSearchHolders(home, env)) out.push(...checkHolder(holder, home, since, fs));
   return out;
 }
 
-function checkCache(cache: string, home: string, since: number, fs: Fs): string[] {
+function checkHolder(holder: string, home: string, since: number, fs: Fs): string[] {
   const changed = (st: { ctimeMs: number } | undefined) => st !== undefined && st.ctimeMs >= since;
-  const base = `${cache}/copilot`;
   const out: string[] = [];
   const aside = (from: string, dir: string, name: string, why: string) => {
     let at = "";
@@ -60,19 +97,27 @@ function checkCache(cache: string, home: string, since: number, fs: Fs): string[
       }; copilot started without hallpass would run it (docs/threat-model.md)`,
     );
   };
-  const top = fs.lstat(base);
+  const MOVED_IN = "made or moved in during the session";
+  const slash = holder.lastIndexOf("/");
+  const top = fs.lstat(holder);
   if (top?.kind === "symlink") {
-    if (changed(top)) {
-      aside(base, `${cache}/copilot${QUARANTINE}`, "copilot", "made a symlink during the session");
+    // The holder itself (never $HOME or above it): only a symlink made in the session, moved, not its target.
+    if (changed(top) && slash > 0 && !(home + "/").startsWith(holder + "/")) {
+      aside(holder, `${holder}${QUARANTINE}`, holder.slice(slash + 1), "made a symlink during the session");
     }
     return out;
   }
   if (top?.kind !== "dir") return out;
-  const qdir = `${base}/pkg${QUARANTINE}`;
-  const pkg = `${base}/pkg`;
+  const qdir = `${holder}/pkg${QUARANTINE}`;
+  const pkg = `${holder}/pkg`;
   const pst = fs.lstat(pkg);
   if (pst?.kind === "symlink") {
     if (changed(pst)) aside(pkg, qdir, "pkg", "made a symlink during the session");
+    return out;
+  }
+  if (pst?.kind !== "dir") return out;
+  if (changed(pst) && changed(top)) {
+    aside(pkg, qdir, "pkg", `copilot's runtime directory, ${MOVED_IN}`);
     return out;
   }
   for (const plat of fs.list(pkg) ?? []) {
@@ -82,14 +127,22 @@ function checkCache(cache: string, home: string, since: number, fs: Fs): string[
       continue;
     }
     if (plat.kind !== "dir") continue;
+    const platSt = fs.lstat(pp);
+    if (changed(platSt) && changed(pst)) {
+      aside(pp, qdir, plat.name, `copilot's runtime directory, ${MOVED_IN}`);
+      continue;
+    }
+    const platChanged = changed(platSt);
     for (const ver of fs.list(pp) ?? []) {
       const vp = `${pp}/${ver.name}`;
       if (ver.kind === "symlink") {
         if (changed(fs.lstat(vp))) {
           aside(vp, qdir, `${plat.name}-${ver.name}`, "made a symlink during the session");
         }
+      } else if (ver.kind === "dir" && platChanged && changed(fs.lstat(vp))) {
+        aside(vp, qdir, `${plat.name}-${ver.name}`, `copilot's runtime, ${MOVED_IN}`);
       } else if (ver.kind === "dir" && touched(vp, since, fs)) {
-        aside(vp, qdir, `${plat.name}-${ver.name}`, "copilot's unpacked runtime, changed during the session");
+        aside(vp, qdir, `${plat.name}-${ver.name}`, "copilot's runtime, changed during the session");
       }
     }
   }

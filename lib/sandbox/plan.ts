@@ -11,6 +11,7 @@ import { type ReadRule, type Rule, UsageError } from "../types.ts";
 import { FS, type LandlockRuleset, NET, SCOPE } from "../../ffi/landlock.ts";
 import { formatScope } from "../policy/path_scope.ts";
 import {
+  agentEnv,
   agentProgramPaths,
   agentRules,
   agentStartFiles,
@@ -58,6 +59,8 @@ export interface Plan {
   groups: GroupTable;
   /** The files the agents' recipes make at their first start (lib/sandbox/agent_start_files.ts). */
   agentFiles?: { path: string; content: string }[];
+  /** Variables the agents' recipes set for the command, each a directory made at start (`env` in a recipe). */
+  agentEnv?: { name: string; dir: string }[];
 }
 
 /**
@@ -367,6 +370,7 @@ export function makePlan(o: CliOptions, env: (k: string) => string | undefined):
     reads: protection,
     groups,
     agentFiles: o.agents.flatMap((name) => agentStartFiles(name, home, env)),
+    agentEnv: o.agents.flatMap((name) => agentEnv(name, home)),
   };
 }
 

@@ -47,6 +47,7 @@ import { checkNestedRepos, realRepoFs } from "./nested_repos.ts";
 import { checkProjectAgentConfig } from "./project_agent_config.ts";
 import { checkGeminiExtensions } from "./gemini_extensions.ts";
 import { checkCopilotRuntime } from "./copilot_runtime.ts";
+import { applyAgentEnv, outsideEnv } from "./agent_env.ts";
 import { checkPythonStartup } from "./python_startup.ts";
 import { checkPathShadows } from "./path_shadows.ts";
 import { checkAgentConfig, snapshotAgentConfig } from "./agent_config_check.ts";
@@ -266,6 +267,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   // The command can tell it runs under hallpass (e.g. for a PS1 marker: README). Set before the spawn, and not
   // changed while it is in flight: the environment is read on the other thread.
   Deno.env.set("HALLPASS", "1");
+  if (plan.agentEnv?.length) applyAgentEnv(plan.agentEnv);
   const startMs = Date.now();
   let spawning: Promise<Spawned>;
   try {
@@ -604,7 +606,7 @@ function nestedRepoLines(plan: Plan, startMs: number): string[] {
   );
   r.lines.push(...checkProjectAgentConfig(r.agentDirs, { project: plan.project, startMs }, realRepoFs));
   r.lines.push(...checkGeminiExtensions(plan.home, startMs));
-  r.lines.push(...checkCopilotRuntime(plan.home, Deno.env.get("XDG_CACHE_HOME"), startMs));
+  r.lines.push(...checkCopilotRuntime(plan.home, outsideEnv, startMs));
   r.lines.push(...checkPythonStartup(plan.home, Deno.env.get("PYTHONUSERBASE"), startMs));
   r.lines.push(...checkPathShadows(plan.pathEnv, plan.home, plan.project, startMs));
   if (r.incomplete) {
