@@ -143,7 +143,10 @@ for (const p of PLANTS) {
         await Deno.mkdir(ctl);
         const mark = `${s.outside}/copilot-ran-sandbox-code`;
         const envOf = (home: string) =>
-          copilotEnv(home, Object.fromEntries(Object.entries(p.env ?? {}).map(([k, v]) => [k, `${home}/${v}`])));
+          copilotEnv(
+            home,
+            Object.fromEntries(Object.entries(p.env ?? {}).map(([k, v]) => [k, `${home}/${v}`])),
+          );
         const ver = `${p.pkg}/${p.platform ?? "linux-x64"}/9.9.9`;
         const plant = `cd "$HOME" && mkdir -p ${ver} && printf '%s\\n' ${
           q(`import * as fs from "node:fs"; fs.writeFileSync(${JSON.stringify(mark)}, "ran");`)
