@@ -299,7 +299,15 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
     const { TtyGuard } = await lazyImport<typeof import("./tty_guard.ts")>(
       new URL("./tty_guard.ts", import.meta.url),
     );
-    guard = TtyGuard.open();
+    try {
+      guard = TtyGuard.open();
+    } catch (e) {
+      // Fail closed: the command must not get the terminal's own read-write fds.
+      throw new HallpassError(
+        `cannot keep the command off your terminal: ${(e as Error).message}`,
+        "give it a terminal on both stdin and stdout, or none (a file or pipe) on fds 0-2",
+      );
+    }
   }
   if (opts.askProgram) {
     const { AskProgram } = await lazyImport<typeof import("../ask/ask_program.ts")>(
