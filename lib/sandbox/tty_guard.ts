@@ -27,6 +27,7 @@ import {
   openPty,
   openSlave,
   readMaster,
+  readMasterNow,
   reopenReadOnly,
   sameTermios,
   setTermios,
@@ -66,6 +67,7 @@ export class TtyGuard {
   readonly #saved: TermiosState | null;
   readonly #modesFd: number;
   #pump: Promise<void> | null = null;
+  readonly #filter = new OutputFilter();
   readonly #stop = new AbortController();
   readonly #waker: number;
   readonly #winch = () => this.#resize();
@@ -154,21 +156,15 @@ export class TtyGuard {
   start(): void {
     if (this.#master < 0) return;
     Deno.addSignalListener("SIGWINCH", this.#winch);
-    const filter = new OutputFilter();
-    const write = async (bytes: Uint8Array) => {
-      const w = this.#out === 1 ? Deno.stdout : Deno.stderr;
-      while (bytes.length > 0) bytes = bytes.subarray(await w.write(bytes));
-    };
+    const w = this.#out === 1 ? Deno.stdout : Deno.stderr;
     this.#pump = (async () => {
       try {
         for (;;) {
           const chunk = await readMaster(this.#master, { signal: this.#stop.signal, waker: this.#waker });
           if (!chunk) break;
-          const out = filter.filter(chunk);
-          if (out.length) await write(out);
+          let out = this.#filter.filter(chunk);
+          while (out.length > 0) out = out.subarray(await w.write(out));
         }
-        const rest = filter.flush();
-        if (rest.length) await write(rest);
       } catch {
         // the terminal is gone: nothing more to show
       }
@@ -205,22 +201,35 @@ export class TtyGuard {
     }
   }
 
-  /** Once every sandboxed process is gone: the rest of the output, then the modes. */
+  /**
+   * Once every sandboxed process is gone: the rest of the output, then the modes. The pump is stopped and the
+   * master drained here without waiting: every slave fd is closed (the launcher killed and reaped the sandbox),
+   * so it reads what is left and then EIO; a slave somehow still open elsewhere cannot hang the exit.
+   */
   async finish(): Promise<void> {
     if (this.#pump) {
-      // Every slave fd is closed by now (the launcher killed and reaped the sandbox): the master reads EOF once
-      // drained. A slave somehow still open outside must not hang the exit.
-      const timer = setTimeout(() => {
-        this.#stop.abort();
-        wakeWaits(this.#waker);
-      }, 2000);
+      this.#stop.abort();
+      wakeWaits(this.#waker);
       await this.#pump;
-      clearTimeout(timer);
       Deno.removeSignalListener("SIGWINCH", this.#winch);
+      const w = this.#out === 1 ? Deno.stdout : Deno.stderr;
+      try {
+        for (let chunk = readMasterNow(this.#master); chunk.length > 0; chunk = readMasterNow(this.#master)) {
+          writeAllSync(w, this.#filter.filter(chunk));
+        }
+        writeAllSync(w, this.#filter.flush());
+      } catch {
+        // the terminal is gone
+      }
       closeFd(this.#master);
+      closeFd(this.#waker);
     }
     this.restore();
   }
+}
+
+function writeAllSync(w: typeof Deno.stdout, bytes: Uint8Array): void {
+  while (bytes.length > 0) bytes = bytes.subarray(w.writeSync(bytes));
 }
 
 /** /proc/PID/stat's fields after the command name: [state, ppid, pgrp, ...]. */

@@ -278,7 +278,8 @@ test({
 });
 
 test({
-  name: "without the pty, the output pty follows the terminal's size",
+  name:
+    "without the pty, the output pty follows the terminal's size, and all output is shown before the exit",
   ignore: tool("tmux"),
   async fn() {
     await withPane({
@@ -286,6 +287,8 @@ test({
         `echo x | hp -q -- sh -c 'echo "before=$(stty -F /dev/stderr size)"; ` +
         `while [ "$(stty -F /dev/stderr size)" != "30 60" ]; do sleep 0.05; done; echo resized-ok'`,
         `echo all-done`,
+        `echo x | hp -q -- seq 1 30000`,
+        `echo seq-done`,
       ].join("\n"),
     }, async (t) => {
       await t.waitFor((s) => s.includes("before=30 100"), "the first size");
@@ -294,6 +297,9 @@ test({
         (s) => s.includes("resized-ok") && s.includes("all-done"),
         "the new size in the output pty",
       );
+      // All of a long output is on the terminal before hallpass exits (drained at exit, in order).
+      await t.waitFor((s) => s.includes("seq-done"), "seq");
+      assert(/^30000\nseq-done$/m.test(await t.history()), "the end of seq's output before the next line");
     });
   },
 });
