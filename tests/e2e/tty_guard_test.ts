@@ -252,24 +252,30 @@ test({
       // Counted in the history too: a long command line wraps, and the screen scrolls.
       const stopped = async () => (await t.history()).split("Stopped").length - 1;
       await t.type(
-        `${HALLPASS} -q -- sh -c 'trap "echo went-on >&2" CONT; echo slept >&2; while :; do sleep 0.1; done' | cat`,
+        // What the job prints is not in its command line (which bash shows): went-2, sl-ept.
+        `${HALLPASS} -q -- sh -c 'trap "echo went-$((1+1)) >&2" CONT; echo sl""ept >&2; while :; do sleep 0.1; done' | cat`,
       );
       await t.keys("Enter");
       await t.waitFor((s) => s.includes("slept"), "the command");
+      const prompts = async () => ((await t.history()).match(/^\$(?: |$)/gm) ?? []).length;
+      const before = await prompts();
       await t.keys("C-z");
       await until(async () => (await stopped()) >= 1, "the job stopped");
+      await until(async () => (await prompts()) > before, "bash's prompt after the stop");
       await t.type("fg");
       await t.keys("Enter");
-      await t.waitFor((s) => s.includes("went-on"), "the job in the foreground again");
+      await t.waitFor((s) => s.includes("went-2"), "the job in the foreground again");
+      const running = await prompts();
       await t.keys("C-c");
+      await until(async () => (await prompts()) > running, "bash's prompt after Ctrl-C");
       await t.type("echo fg-done");
       await t.keys("Enter");
       await t.waitFor((s) => /^fg-done$/m.test(s), "the job ended by Ctrl-C");
       // A background job reading the terminal through fd 0 is stopped (SIGTTIN), as without hallpass.
-      const before = await stopped();
+      const stops = await stopped();
       await t.type(`${HALLPASS} -q -- cat | cat > /dev/null &`);
       await t.keys("Enter");
-      await until(async () => (await stopped()) > before, "the background reader stopped (SIGTTIN)");
+      await until(async () => (await stopped()) > stops, "the background reader stopped (SIGTTIN)");
       await t.type("kill -9 %1; echo bg-done");
       await t.keys("Enter");
       await t.waitFor((s) => /^bg-done$/m.test(s), "the background job killed");
