@@ -16,6 +16,7 @@
 import { moveInto } from "./gemini_extensions.ts";
 import { realRepoFs, type RepoFs } from "./nested_repos.ts";
 import { visible } from "../ui/sanitize.ts";
+import { renamedIn } from "./renamed_in.ts";
 
 const QUARANTINE = ".hallpass-quarantined";
 const MAX_MOVES = 100;
@@ -41,10 +42,12 @@ export function checkPathShadows(
     if (!inside(dir, home) || dir === home || (!homeProject && inside(dir, project))) continue;
     if (dirs.indexOf(dir) !== i) continue; // the first time only
     const shadows: string[] = [];
+    // Renamed into place during the session (lib/sandbox/renamed_in.ts): every entry counts, whatever its ctime.
+    const fresh = renamedIn(dir, home, since, fs);
     for (const e of fs.list(dir) ?? []) {
       if (e.kind === "dir") continue;
       const st = fs.lstat(`${dir}/${e.name}`);
-      if (st === undefined || st.ctimeMs < since) continue;
+      if (st === undefined || (!fresh && st.ctimeMs < since)) continue;
       const later = dirs.slice(i + 1).some((d) => d !== dir && fs.lstat(`${d}/${e.name}`) !== undefined);
       if (later) shadows.push(e.name);
     }

@@ -16,6 +16,7 @@
 import { moveInto } from "./gemini_extensions.ts";
 import { realRepoFs, type RepoFs } from "./nested_repos.ts";
 import { visible } from "../ui/sanitize.ts";
+import { renamedIn } from "./renamed_in.ts";
 
 const QUARANTINE = ".hallpass-quarantined";
 const MAX_MOVES = 100;
@@ -33,6 +34,8 @@ export function checkPythonStartup(
   const since = Math.floor(startMs / 1000) * 1000 - 1000;
   const changed = (st: { ctimeMs: number } | undefined) => st !== undefined && st.ctimeMs >= since;
   const base = userBase?.startsWith("/") ? userBase.replace(/\/+$/, "") : `${home}/.local`;
+  // Renames into place are looked for from a site up to $HOME, or to the base's parent (lib/sandbox/renamed_in.ts).
+  const stop = base.startsWith(home + "/") ? home : base.slice(0, base.lastIndexOf("/")) || "/";
   const out: string[] = [];
   const shown = (p: string) => visible(p.startsWith(home + "/") ? `~${p.slice(home.length)}` : p);
   const aside = (from: string, dir: string, name: string, why: string) => {
@@ -74,6 +77,8 @@ export function checkPythonStartup(
     }
     if (sst?.kind !== "dir") continue;
     const touched: string[] = [];
+    // Renamed into place during the session (lib/sandbox/renamed_in.ts): every such file counts, whatever its ctime.
+    const fresh = renamedIn(site, stop, since, fs);
     for (const e of fs.list(site) ?? []) {
       if (!RUNS.test(e.name)) continue;
       const p = `${site}/${e.name}`;
@@ -81,7 +86,7 @@ export function checkPythonStartup(
       // A link is judged by where it leads too; a package by its entries (a file rewritten in place).
       const target = st?.kind === "symlink" ? fs.real(p) : undefined;
       if (
-        changed(st) || (target !== undefined && changed(fs.lstat(target))) ||
+        fresh || changed(st) || (target !== undefined && changed(fs.lstat(target))) ||
         (st?.kind === "dir" && (fs.list(p) ?? []).some((c) => changed(fs.lstat(`${p}/${c.name}`))))
       ) touched.push(e.name);
     }

@@ -1,0 +1,101 @@
+/**
+ * review5: the exit checks of `$PATH` shadows (lib/sandbox/path_shadows.ts) and Python's user site
+ * (lib/sandbox/python_startup.ts) judged files by their own ctime; a directory renamed into place brings its files
+ * with their old ctimes. With `--allow-path ~/.local` (`pip install --user`), a `bin/ls` or a `python3.X/` made
+ * there before the session (or by an earlier one) and renamed to `~/.local/bin` / `~/.local/lib/python3.X`
+ * during it ran outside later. Judged by running `ls` / `python3` outside with that `$HOME`; the control is the
+ * same rename without hallpass.
+ *
+ * @module
+ */
+import { equal, ok as assert } from "node:assert/strict";
+import { bare, hallpass, hallpassLines, scratchHome } from "./harness.ts";
+import { test, tool } from "../helpers/skip.ts";
+
+async function exists(p: string): Promise<boolean> {
+  try {
+    await Deno.lstat(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Waits until the second after the newest ctime below `dir` has passed (a session then starts after it). */
+async function afterNewest(dir: string): Promise<void> {
+  let newest = 0;
+  const walk = async (d: string) => {
+    for await (const e of Deno.readDir(d)) {
+      const st = await Deno.lstat(`${d}/${e.name}`);
+      newest = Math.max(newest, st.ctime!.getTime());
+      if (st.isDirectory) await walk(`${d}/${e.name}`);
+    }
+  };
+  await walk(dir);
+  while (Date.now() < newest + 2_100) await new Promise((r) => setTimeout(r, 100));
+}
+
+const q = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
+
+/** `~/.local` with a directory made before the session, ready to be renamed into place by `script`. */
+async function prepare(home: string, mark: string, pyVer: string): Promise<void> {
+  await Deno.mkdir(`${home}/.local/share/kit/bin`, { recursive: true });
+  await Deno.writeTextFile(`${home}/.local/share/kit/bin/ls`, `#!/bin/sh\ntouch ${q(mark + ".ls")}\n`);
+  await Deno.chmod(`${home}/.local/share/kit/bin/ls`, 0o755);
+  await Deno.mkdir(`${home}/.local/share/kit/${pyVer}/site-packages`, { recursive: true });
+  await Deno.writeTextFile(
+    `${home}/.local/share/kit/${pyVer}/site-packages/kit.pth`,
+    `import os; open(${JSON.stringify(mark + ".py")}, "w")\n`,
+  );
+  await Deno.mkdir(`${home}/.local/lib`, { recursive: true });
+}
+
+test({
+  name:
+    "review5: a $PATH directory or python user site renamed into place with old files does not run outside later",
+  ignore: tool("ls") ?? tool("python3"),
+  async fn() {
+    const v = await new Deno.Command("python3", {
+      args: ["-c", "import sys; print('python%d.%d' % sys.version_info[:2])"],
+    })
+      .output();
+    const pyVer = new TextDecoder().decode(v.stdout).trim();
+    const s = await scratchHome("hallpass-review5-moved-");
+    try {
+      const mark = `${s.outside}/ran`;
+      const env = (home: string) => ({ HOME: home, PATH: `${home}/.local/bin:/usr/bin:/bin` });
+      const script = [
+        `mv "$HOME/.local/share/kit/bin" "$HOME/.local/bin"`,
+        `mv "$HOME/.local/share/kit/${pyVer}" "$HOME/.local/lib/${pyVer}"`,
+      ].join(" && ");
+      const outside = async (home: string) => {
+        await bare(["sh", "-c", "ls >/dev/null"], { env: env(home), cwd: home });
+        await bare(["python3", "-c", "pass"], { env: env(home), cwd: home });
+      };
+
+      const ctl = `${s.outside}/ctl`;
+      await prepare(ctl, mark, pyVer);
+      equal((await bare(["sh", "-c", script], { env: env(ctl) })).code, 0);
+      await outside(ctl);
+      assert(await exists(mark + ".ls"), "control: the renamed-in ls did not run");
+      assert(await exists(mark + ".py"), "control: the renamed-in .pth did not run");
+      await Deno.remove(mark + ".ls");
+      await Deno.remove(mark + ".py");
+
+      await prepare(s.home, mark, pyVer);
+      await afterNewest(`${s.home}/.local`);
+      const r = await hallpass(["--no-ask", "--allow-path", `${s.home}/.local`, "--", "sh", "-c", script], {
+        cwd: s.project,
+        env: env(s.home),
+      });
+      equal(r.code, 0, r.stderr);
+      await outside(s.home);
+      assert(!(await exists(mark + ".ls")), `ls outside ran the sandbox's program:\n${r.stderr}`);
+      assert(!(await exists(mark + ".py")), `python3 outside ran the sandbox's .pth:\n${r.stderr}`);
+      assert(hallpassLines(r).some((l) => l.includes("further along $PATH")), r.stderr);
+      assert(hallpassLines(r).some((l) => l.includes("every python3")), r.stderr);
+    } finally {
+      await s.cleanup();
+    }
+  },
+});
