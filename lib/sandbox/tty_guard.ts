@@ -84,7 +84,19 @@ export class TtyGuard {
     this.#master = master;
     this.#out = out;
     this.#modesFd = modesFd;
-    this.terminals = stdioCharDevices((t) => t.startsWith("/dev/") && t !== "/dev/tty" && isTerminalPath(t));
+    // Every terminal of fds 0-2, whatever its name (`/dev/hvc0`, a VM's serial console, too: lib/sandbox/plan.ts
+    // made it writable), and the ones isTerminalPath knows.
+    const ttys = new Set<string>();
+    for (const fd of [0, 1, 2]) {
+      try {
+        if (isatty(fd)) ttys.add(Deno.readLinkSync(`/proc/self/fd/${fd}`));
+      } catch {
+        // closed meanwhile
+      }
+    }
+    this.terminals = stdioCharDevices((t) =>
+      t.startsWith("/dev/") && t !== "/dev/tty" && (ttys.has(t) || isTerminalPath(t))
+    );
     let saved: TermiosState | null = null;
     try {
       saved = getTermios(modesFd);

@@ -9,7 +9,7 @@
  * @module
  */
 import { equal, ok as assert } from "node:assert/strict";
-import { bare, hallpass, hallpassLines, scratchHome } from "./harness.ts";
+import { bare, hallpass, HALLPASS_ARGV, hallpassLines, isRoot, scratchHome } from "./harness.ts";
 import { test, tool } from "../helpers/skip.ts";
 
 async function exists(p: string): Promise<boolean> {
@@ -95,6 +95,68 @@ test({
       assert(hallpassLines(r).some((l) => l.includes("further along $PATH")), r.stderr);
       assert(hallpassLines(r).some((l) => l.includes("every python3")), r.stderr);
     } finally {
+      await s.cleanup();
+    }
+  },
+});
+
+/** Runs `argv` with stdin /dev/null, stdout a pty's slave by the name `alias` (a bind mount), and reads the master. */
+const TTY_DRIVER = String.raw`
+import os, sys, subprocess, select
+alias = sys.argv[1]
+m, s = os.openpty()
+subprocess.check_call(["mount", "--bind", os.ttyname(s), alias])
+try:
+    fd = os.open(alias, os.O_RDWR | os.O_NOCTTY)
+    p = subprocess.Popen(sys.argv[2:], stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.PIPE)
+    os.close(fd); os.close(s)
+    err = p.stderr.read()
+    p.wait()
+    got = b""
+    while select.select([m], [], [], 2)[0]:
+        try:
+            c = os.read(m, 4096)
+        except OSError:
+            break
+        if not c: break
+        got += c
+    sys.stdout.write(("RAW" if b"\x1b]52" in got else "CLEAN") + " " + repr(got) + "\n" + err.decode())
+finally:
+    subprocess.call(["umount", alias])
+`;
+
+/**
+ * The tty guard (lib/sandbox/tty_guard.ts) took away write access only to terminals named as a pty or a console
+ * it knows (`/dev/pts/N`, `/dev/ttyS0`, …); a terminal of fds 0-2 under another name (`/dev/hvc0`, a cloud
+ * VM's serial console; `/dev/ttyAMA0`) stayed writable by its path (lib/sandbox/plan.ts makes the terminal of
+ * fds 0-2 writable), and an OSC 52 written there reached the terminal raw. Judged on the pty's master; the
+ * control is the same write without hallpass. Root: the other name is a bind mount in /dev.
+ */
+test({
+  name: "review5: a terminal under a name the guard does not know is not writable raw by that name",
+  ignore: [
+    tool("python3"),
+    tool("mount"),
+    isRoot() ? undefined : { reason: "needs root (a bind mount in /dev)" },
+  ],
+  async fn() {
+    const s = await scratchHome("hallpass-review5-tty-");
+    const alias = `/dev/hallpass-review5-${Deno.pid}`;
+    await Deno.writeTextFile(alias, "");
+    try {
+      const write = ["sh", "-c", String.raw`printf 'A\033]52;c;UFc=\007B\n' > ${alias}`];
+      const ctl = await bare(["python3", "-c", TTY_DRIVER, alias, ...write], { cwd: s.project });
+      assert(ctl.stdout.startsWith("RAW "), `control: the write did not reach the terminal:\n${ctl.stdout}`);
+      const r = await bare(
+        ["python3", "-c", TTY_DRIVER, alias, ...HALLPASS_ARGV, "--no-ask", "--", ...write],
+        {
+          cwd: s.project,
+          env: { HOME: s.home },
+        },
+      );
+      assert(r.stdout.startsWith("CLEAN "), `the OSC 52 reached the terminal raw:\n${r.stdout}`);
+    } finally {
+      await Deno.remove(alias).catch(() => {});
       await s.cleanup();
     }
   },
