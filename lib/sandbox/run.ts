@@ -267,7 +267,7 @@ export async function runSandbox(opts: CliOptions, plan: Plan, interactive: bool
   // The command can tell it runs under hallpass (e.g. for a PS1 marker: README). Set before the spawn, and not
   // changed while it is in flight: the environment is read on the other thread.
   Deno.env.set("HALLPASS", "1");
-  if (plan.agentEnv?.length) applyAgentEnv(plan.agentEnv);
+  if (plan.agentEnv?.length) applyAgentEnv(plan.agentEnv, plan.home);
   const startMs = Date.now();
   let spawning: Promise<Spawned>;
   try {

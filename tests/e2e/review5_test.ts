@@ -161,3 +161,38 @@ test({
     }
   },
 });
+
+/**
+ * `--agent copilot` makes `~/.local/share/hallpass/copilot` at start (lib/sandbox/agent_env.ts); a symlink an
+ * earlier session planted on the way (`--allow-path ~/.local` can) must not make hallpass create directories
+ * at its target, outside anything the session may write.
+ */
+test({
+  name: "review5: --agent copilot makes its runtime directory through no symlink on the way",
+  async fn() {
+    const s = await scratchHome("hallpass-review5-envdir-");
+    try {
+      await Deno.mkdir(`${s.home}/.local/share`, { recursive: true });
+      await Deno.mkdir(`${s.outside}/target`);
+      await Deno.symlink(`${s.outside}/target`, `${s.home}/.local/share/hallpass`);
+      const r = await hallpass(["--no-ask", "--agent", "copilot", "--", "true"], {
+        cwd: s.project,
+        env: { HOME: s.home },
+      });
+      equal(r.code, 0, r.stderr);
+      assert(!(await exists(`${s.outside}/target/copilot`)), "hallpass made a directory through the symlink");
+      // without the link: made, 0700
+      await Deno.remove(`${s.home}/.local/share/hallpass`);
+      equal(
+        (await hallpass(["--no-ask", "--agent", "copilot", "--", "true"], {
+          cwd: s.project,
+          env: { HOME: s.home },
+        })).code,
+        0,
+      );
+      equal((await Deno.lstat(`${s.home}/.local/share/hallpass/copilot`)).mode! & 0o777, 0o700);
+    } finally {
+      await s.cleanup();
+    }
+  },
+});
