@@ -32,6 +32,8 @@ const QUARANTINE = ".hallpass-quarantined";
 const INUSE = /^inuse\.\d+\.(hold|lock)$/;
 const MAX_ENTRIES = 20_000;
 const MAX_DEPTH = 24;
+/** More entries than this in a `pkg` or platform directory changed in the session: it is moved whole. */
+const CROWD = 100;
 
 type Fs = RepoFs & { moveInto?(from: string, dir: string, name: string): boolean };
 
@@ -120,7 +122,14 @@ function checkHolder(holder: string, home: string, since: number, fs: Fs): strin
     aside(pkg, qdir, "pkg", `copilot's runtime directory, ${MOVED_IN}`);
     return out;
   }
-  for (const plat of fs.list(pkg) ?? []) {
+  // A flood of entries made in the session (thousands of version directories) is moved whole, in one line:
+  // copilot keeps a few versions; a bounded exit matters more than keeping a planted crowd's neighbours.
+  const plats = fs.list(pkg) ?? [];
+  if (plats.length > CROWD && changed(pst)) {
+    aside(pkg, qdir, "pkg", `copilot's runtime directory, ${plats.length} entries, ${MOVED_IN}`);
+    return out;
+  }
+  for (const plat of plats) {
     const pp = `${pkg}/${plat.name}`;
     if (plat.kind === "symlink") {
       if (changed(fs.lstat(pp))) aside(pp, qdir, plat.name, "made a symlink during the session");
@@ -133,7 +142,12 @@ function checkHolder(holder: string, home: string, since: number, fs: Fs): strin
       continue;
     }
     const platChanged = changed(platSt);
-    for (const ver of fs.list(pp) ?? []) {
+    const vers = fs.list(pp) ?? [];
+    if (vers.length > CROWD && platChanged) {
+      aside(pp, qdir, plat.name, `copilot's runtime directory, ${vers.length} entries, ${MOVED_IN}`);
+      continue;
+    }
+    for (const ver of vers) {
       const vp = `${pp}/${ver.name}`;
       if (ver.kind === "symlink") {
         if (changed(fs.lstat(vp))) {
