@@ -33,6 +33,24 @@ Deno.test("hook managers: pre-commit's hook protects the config it names", () =>
   ]);
 });
 
+Deno.test("hook managers: a pre-commit config named with `..` or absolutely is protected at its normal path", () => {
+  const hook = (cfg: string) => PRE_COMMIT.replace("--config=ci/pre-commit.yaml", `--config ${cfg}`);
+  deepEqual(
+    hookManagerFiles("/r/.git/hooks", "/r", reader({ "/r/.git/hooks/pre-commit": hook("../dot/pc.yaml") })),
+    [
+      { kind: "exact", path: "/dot/pc.yaml" },
+      { kind: "exact", path: "/r/.pre-commit-config.yaml" },
+    ],
+  );
+  deepEqual(
+    hookManagerFiles("/r/.git/hooks", "/r", reader({ "/r/.git/hooks/pre-commit": hook("/h/dot//pc.yaml") })),
+    [
+      { kind: "exact", path: "/h/dot/pc.yaml" },
+      { kind: "exact", path: "/r/.pre-commit-config.yaml" },
+    ],
+  );
+});
+
 Deno.test("hook managers: lefthook's hook protects its config files and script directories", () => {
   const got = hookManagerFiles("/r/.git/hooks", "/r", reader({ "/r/.git/hooks/pre-push": LEFTHOOK }));
   deepEqual(got.filter((f) => f.kind === "tree").map((f) => f.path), ["/r/.lefthook", "/r/.lefthook-local"]);

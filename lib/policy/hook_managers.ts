@@ -10,6 +10,8 @@
  * @module
  */
 
+import { normalizePath } from "./path_scope.ts";
+
 /** git's hook names a manager installs (the ones run on the person's own commands). */
 const HOOK_NAMES = [
   "pre-commit",
@@ -67,7 +69,9 @@ export function hookManagerFiles(
     if (/pre-commit\.com|hook-impl/.test(text)) {
       preCommit = true;
       for (const m of text.matchAll(/--config[= ]['"]?([^'"\s]+)/g)) {
-        if (!m[1].startsWith("/")) out.push({ kind: "exact", path: at(m[1]) });
+        // Relative to the working tree's top (where git runs hooks), `..` included; or absolute (a config kept
+        // in a dotfiles directory): lexically normal, so that the caller's canonical form can match it.
+        out.push({ kind: "exact", path: normalizePath(m[1], worktree) });
       }
     }
     if (/lefthook/i.test(text)) lefthook = true;
