@@ -1,5 +1,5 @@
 /**
- * docs/threat-model.md "No way around it", attacked the way a hostile program would, with tests/helpers/adversary.c:
+ * docs/threat-model.md "Other processes, keyrings, ioctls and system-wide calls" and "The terminal", attacked the way a hostile program would, with tests/helpers/adversary.c:
  * system calls the filter must refuse outright, foreign ABIs, terminal injection, namespaces, signals and
  * ptrace aimed at hallpass and its launcher, and the supervisor killed mid-run.
  */

@@ -1,6 +1,6 @@
 /**
- * Red team: hallpass's own program, as the person runs it next (docs/threat-model.md, "hallpass's own
- * program"). `make install` writes ~/.local/bin/hallpass as a two-line wrapper script that runs the checkout:
+ * Red team: hallpass's own program, as the person runs it next (docs/threat-model.md, "What is left
+ * behind to run outside": hallpass's own program). `make install` writes ~/.local/bin/hallpass as a two-line wrapper script that runs the checkout:
  * with a grant such as `--allow-path ~/.local` (pip install --user) the sandbox rewrote it, and the next
  * `hallpass` the person typed ran the sandbox's code outside. A `hallpass` made in an earlier directory of
  * $PATH would be run instead. Run from source, the deno running hallpass is its program too. Judged from
