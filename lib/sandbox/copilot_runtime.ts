@@ -24,11 +24,10 @@
  * @module
  */
 import { changedBelow } from "../../ffi/dir_entries.ts";
-import { moveInto } from "./gemini_extensions.ts";
+import { moveAside, QUARANTINE } from "./move_aside.ts";
 import { realRepoFs, type RepoFs } from "./nested_repos.ts";
 import { visible } from "../ui/sanitize.ts";
 
-const QUARANTINE = ".hallpass-quarantined";
 const INUSE = /^inuse\.\d+\.(hold|lock)$/;
 const MAX_ENTRIES = 20_000;
 const MAX_DEPTH = 24;
@@ -85,13 +84,7 @@ function checkHolder(holder: string, home: string, since: number, fs: Fs): strin
   const changed = (st: { ctimeMs: number } | undefined) => st !== undefined && st.ctimeMs >= since;
   const out: string[] = [];
   const aside = (from: string, dir: string, name: string, why: string) => {
-    let at = "";
-    for (let k = 1; k < 100 && !at; k++) {
-      const to = `${dir}${k > 1 ? `.${k}` : ""}`;
-      let n = name;
-      for (let i = 2; fs.lstat(`${to}/${n}`) !== undefined && i < 100; i++) n = `${name}.${i}`;
-      if ((fs.moveInto ?? moveInto)(from, to, n)) at = `${to}/${n}`;
-    }
+    const at = moveAside(fs, from, dir, name);
     const shown = (p: string) => visible(p.startsWith(home + "/") ? `~${p.slice(home.length)}` : p);
     out.push(
       `hallpass: ${shown(from)}: ${why}: ${

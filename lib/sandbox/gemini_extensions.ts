@@ -9,12 +9,9 @@
  *
  * @module
  */
-import { fs as fsops, openDirNoSymlinks } from "../../ffi/fsops.ts";
-import { cstr } from "../../ffi/libc.ts";
 import { realRepoFs, type RepoFs } from "./nested_repos.ts";
 import { visible } from "../ui/sanitize.ts";
-
-const QUARANTINE = ".hallpass-quarantined";
+import { moveAside, QUARANTINE } from "./move_aside.ts";
 
 export function checkGeminiExtensions(
   home: string,
@@ -53,13 +50,7 @@ export function checkGeminiExtensions(
     });
     if (!touched) continue;
     // A name the sandbox took first (a symlink planted there) is passed by: the next one is tried.
-    let at = "";
-    for (let k = 1; k < 100 && !at; k++) {
-      const to = `${home}/.gemini/extensions${QUARANTINE}${k > 1 ? `.${k}` : ""}`;
-      let name = e.name;
-      for (let n = 2; fs.lstat(`${to}/${name}`) !== undefined && n < 100; n++) name = `${e.name}.${n}`;
-      if ((fs.moveInto ?? moveInto)(p, to, name)) at = `${to}/${name}`;
-    }
+    const at = moveAside(fs, p, `${home}/.gemini/extensions${QUARANTINE}`, e.name);
     const moved = at !== "";
     out.push(
       `hallpass: ${
@@ -72,30 +63,4 @@ export function checkGeminiExtensions(
     );
   }
   return out;
-}
-
-/**
- * Renames `from` to `dir/name`, making `dir` (0700) when missing; both directories opened without following a
- * symlink, never replacing anything.
- */
-export function moveInto(from: string, dir: string, name: string): boolean {
-  try {
-    Deno.mkdirSync(dir, { mode: 0o700 });
-  } catch { /* there, or not made: the open below says */ }
-  const parent = from.slice(0, from.lastIndexOf("/"));
-  const a = openDirNoSymlinks(parent);
-  const b = openDirNoSymlinks(dir);
-  try {
-    if (a < 0 || b < 0) return false;
-    return fsops.renameat2(
-      a,
-      cstr(from.slice(parent.length + 1)),
-      b,
-      cstr(name),
-      1, /* RENAME_NOREPLACE */
-    ) === 0;
-  } finally {
-    if (a >= 0) fsops.close(a);
-    if (b >= 0) fsops.close(b);
-  }
 }

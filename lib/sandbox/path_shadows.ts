@@ -13,12 +13,11 @@
  *
  * @module
  */
-import { moveInto } from "./gemini_extensions.ts";
+import { moveAside, moveInto, QUARANTINE } from "./move_aside.ts";
 import { realRepoFs, type RepoFs } from "./nested_repos.ts";
 import { visible } from "../ui/sanitize.ts";
 import { renamedIn } from "./renamed_in.ts";
 
-const QUARANTINE = ".hallpass-quarantined";
 const MAX_MOVES = 100;
 
 type Fs = RepoFs & { moveInto?(from: string, dir: string, name: string): boolean };
@@ -71,13 +70,7 @@ export function checkPathShadows(
       continue;
     }
     for (const name of shadows) {
-      let at = "";
-      for (let k = 1; k < 100 && !at; k++) {
-        const to = `${dir}${QUARANTINE}${k > 1 ? `.${k}` : ""}`;
-        let n = name;
-        for (let j = 2; fs.lstat(`${to}/${n}`) !== undefined && j < 100; j++) n = `${name}.${j}`;
-        if ((fs.moveInto ?? moveInto)(`${dir}/${name}`, to, n)) at = `${to}/${n}`;
-      }
+      const at = moveAside(fs, `${dir}/${name}`, `${dir}${QUARANTINE}`, name);
       out.push(
         `hallpass: ${shown(`${dir}/${name}`)}: made or changed during the session, and runs instead of ${
           visible(name)

@@ -13,12 +13,11 @@
  *
  * @module
  */
-import { moveInto } from "./gemini_extensions.ts";
+import { moveAside, QUARANTINE } from "./move_aside.ts";
 import { realRepoFs, type RepoFs } from "./nested_repos.ts";
 import { visible } from "../ui/sanitize.ts";
 import { renamedIn } from "./renamed_in.ts";
 
-const QUARANTINE = ".hallpass-quarantined";
 const MAX_MOVES = 100;
 /** Names `site` runs: `*.pth`, and the modules usercustomize / sitecustomize in any form (.py, .pyc, .so, a package). */
 const RUNS = /(\.pth$)|^(usercustomize|sitecustomize)(\.|$)/;
@@ -39,13 +38,7 @@ export function checkPythonStartup(
   const out: string[] = [];
   const shown = (p: string) => visible(p.startsWith(home + "/") ? `~${p.slice(home.length)}` : p);
   const aside = (from: string, dir: string, name: string, why: string) => {
-    let at = "";
-    for (let k = 1; k < 100 && !at; k++) {
-      const to = `${dir}${k > 1 ? `.${k}` : ""}`;
-      let n = name;
-      for (let i = 2; fs.lstat(`${to}/${n}`) !== undefined && i < 100; i++) n = `${name}.${i}`;
-      if ((fs.moveInto ?? moveInto)(from, to, n)) at = `${to}/${n}`;
-    }
+    const at = moveAside(fs, from, dir, name);
     out.push(
       `hallpass: ${shown(from)}: ${why}: ${
         at ? `moved to ${shown(at)}` : "COULD NOT move it aside"
