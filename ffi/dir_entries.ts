@@ -16,29 +16,42 @@ const KINDS: Record<number, EntryKind> = { 4: "dir", 8: "file", 10: "symlink" };
 
 /**
  * Calls `visit` with the offset of each entry's NUL-terminated name in the shared buffer and its d_type, for every
- * entry of `path` but `.` and `..`, never following a symlink at `path` itself; false when it cannot be opened.
- * The one getdents64 loop of this file: struct linux_dirent64 { u64 d_ino; s64 d_off; u16 d_reclen; u8 d_type;
- * char d_name[]; }.
+ * entry of the directory open at `fd` but `.` and `..`, until `visit` returns true. The one getdents64 loop of this
+ * file: struct linux_dirent64 { u64 d_ino; s64 d_off; u16 d_reclen; u8 d_type; char d_name[]; }. "stopped" when
+ * `visit` stopped it, "error" when getdents64 failed.
+ */
+function readEntries(
+  fd: number,
+  visit: (name: number, type: number) => boolean | void,
+): "done" | "stopped" | "error" {
+  const lib = libc(); // its table holds getdents64: the walk runs at every exit, and a table of its own costs more
+  for (;;) {
+    const n = Number(lib.getdents64(fd, buf, BigInt(buf.length)));
+    if (n < 0) return "error";
+    if (n === 0) return "done";
+    for (let off = 0; off < n;) {
+      const reclen = buf[off + 16] | (buf[off + 17] << 8);
+      const type = buf[off + 18];
+      const start = off + 19;
+      off += reclen;
+      if (buf[start] === 46 && (buf[start + 1] === 0 || (buf[start + 1] === 46 && buf[start + 2] === 0))) {
+        continue;
+      }
+      if (visit(start, type) === true) return "stopped";
+    }
+  }
+}
+
+/**
+ * {@link readEntries} for every entry of `path`, never following a symlink at `path` itself; false when it
+ * cannot be opened (a failed read ends the listing, as its end would).
  */
 function eachEntry(path: string, visit: (name: number, type: number) => void): boolean | undefined {
-  const lib = libc(); // its table holds getdents64: the walk runs at every exit, and a table of its own costs more
+  const lib = libc();
   const fd = lib.openat(AT_FDCWD, cstr(path), O.RDONLY | O.DIRECTORY | O.NOFOLLOW | O.CLOEXEC, 0);
   if (fd < 0) return false;
   try {
-    for (;;) {
-      const n = Number(lib.getdents64(fd, buf, BigInt(buf.length)));
-      if (n <= 0) break;
-      for (let off = 0; off < n;) {
-        const reclen = buf[off + 16] | (buf[off + 17] << 8);
-        const type = buf[off + 18];
-        const start = off + 19;
-        off += reclen;
-        if (buf[start] === 46 && (buf[start + 1] === 0 || (buf[start + 1] === 46 && buf[start + 2] === 0))) {
-          continue;
-        }
-        visit(start, type);
-      }
-    }
+    readEntries(fd, (name, type) => void visit(name, type));
   } finally {
     lib.close(fd);
   }
@@ -141,34 +154,25 @@ export function changedBelow(
   const walk = (dfd: number, depth: number): boolean => {
     const dirs: string[] = [];
     const base = ptrOf(buf);
-    for (;;) {
-      const n = Number(lib.getdents64(dfd, buf, BigInt(buf.length)));
-      if (n < 0) return true;
-      if (n === 0) break;
-      for (let off = 0; off < n;) {
-        const reclen = buf[off + 16] | (buf[off + 17] << 8);
-        const type = buf[off + 18];
-        const start = off + 19;
-        off += reclen;
-        if (buf[start] === 46 && (buf[start + 1] === 0 || (buf[start + 1] === 46 && buf[start + 2] === 0))) {
-          continue;
-        }
-        if (++entries > o.maxEntries) return true;
-        const at = base + BigInt(start);
-        const r = sys(SYS.statx, dfd, at, AT.SYMLINK_NOFOLLOW, STATX_TYPE | STATX_CTIME, out);
-        if (r === -Errno.ENOSYS || r === -Errno.EPERM || r === -Errno.EINVAL) return unusable = true;
-        if (r !== 0) continue;
-        if ((sv.getUint32(0, true) & (STATX_TYPE | STATX_CTIME)) !== (STATX_TYPE | STATX_CTIME)) {
-          return unusable = true;
-        }
-        const mode = sv.getUint16(28, true) & 0o170000;
-        if (depth === 0 && (type === 8 || type === 0) && mode === 0o100000 && o.skipTopFile(nameAt(start))) {
-          continue;
-        }
-        if (Number(sv.getBigInt64(96, true)) * 1000 >= sinceMs) return true;
-        if (mode === 0o040000) dirs.push(nameAt(start));
+    // Every early end below means "changed" (or cannot vouch): the walk returns true when the listing stopped.
+    const listed = readEntries(dfd, (start, type) => {
+      if (++entries > o.maxEntries) return true;
+      const at = base + BigInt(start);
+      const r = sys(SYS.statx, dfd, at, AT.SYMLINK_NOFOLLOW, STATX_TYPE | STATX_CTIME, out);
+      if (r === -Errno.ENOSYS || r === -Errno.EPERM || r === -Errno.EINVAL) return unusable = true;
+      if (r !== 0) return false;
+      if ((sv.getUint32(0, true) & (STATX_TYPE | STATX_CTIME)) !== (STATX_TYPE | STATX_CTIME)) {
+        return unusable = true;
       }
-    }
+      const mode = sv.getUint16(28, true) & 0o170000;
+      if (depth === 0 && (type === 8 || type === 0) && mode === 0o100000 && o.skipTopFile(nameAt(start))) {
+        return false;
+      }
+      if (Number(sv.getBigInt64(96, true)) * 1000 >= sinceMs) return true;
+      if (mode === 0o040000) dirs.push(nameAt(start));
+      return false;
+    });
+    if (listed !== "done") return true;
     for (const d of dirs) {
       if (depth + 1 > o.maxDepth) return true;
       const fd = lib.openat(dfd, cstr(d), O.RDONLY | O.DIRECTORY | O.NOFOLLOW | O.CLOEXEC, 0);
