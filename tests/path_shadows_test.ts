@@ -33,3 +33,29 @@ Deno.test("path shadows: files from before the session stay", async () => {
     await Deno.remove(home, { recursive: true });
   }
 });
+
+Deno.test("path shadows: over 100 new shadows move the directory whole, in one line", async () => {
+  const home = await Deno.makeTempDir({ prefix: "hallpass-shadow-" });
+  try {
+    const start = Date.now();
+    for (const d of [".local/bin", "sys"]) await Deno.mkdir(`${home}/${d}`, { recursive: true });
+    for (let i = 0; i < 101; i++) {
+      await Deno.writeTextFile(`${home}/sys/t${i}`, "");
+      await Deno.writeTextFile(`${home}/.local/bin/t${i}`, "");
+    }
+    // A name taken first at the quarantine (a symlink planted there): passed by, never replaced.
+    await Deno.mkdir(`${home}/.local/bin.hallpass-quarantined-all`);
+    await Deno.symlink("/elsewhere", `${home}/.local/bin.hallpass-quarantined-all/bin`);
+    const lines = checkPathShadows(`${home}/.local/bin:${home}/sys`, home, "/elsewhere", start);
+    equal(lines.length, 1, lines.join("\n"));
+    equal(lines[0].includes("101 programs"), true, lines[0]);
+    equal(Deno.lstatSync(`${home}/.local/bin.hallpass-quarantined-all/bin`).isSymlink, true);
+    equal([...Deno.readDirSync(`${home}/.local`)].some((e) => e.name === "bin"), false);
+    const moved = [...Deno.readDirSync(`${home}/.local/bin.hallpass-quarantined-all`)].map((e) => e.name)
+      .sort();
+    deepEqual(moved, ["bin", "bin.2"]);
+    equal([...Deno.readDirSync(`${home}/.local/bin.hallpass-quarantined-all/bin.2`)].length, 101);
+  } finally {
+    await Deno.remove(home, { recursive: true });
+  }
+});

@@ -13,7 +13,7 @@
  *
  * @module
  */
-import { moveAside, moveInto, QUARANTINE } from "./move_aside.ts";
+import { moveAside, QUARANTINE } from "./move_aside.ts";
 import { realRepoFs, type RepoFs } from "./nested_repos.ts";
 import { visible } from "../ui/sanitize.ts";
 import { renamedIn } from "./renamed_in.ts";
@@ -54,11 +54,7 @@ export function checkPathShadows(
       // Over MAX_MOVES (a sandbox making hallpass's exit crawl, one rename each): the directory at once.
       const parent = dir.slice(0, dir.lastIndexOf("/")) || "/";
       const base = dir.slice(dir.lastIndexOf("/") + 1);
-      let at = "";
-      for (let k = 1; k < 100 && !at; k++) {
-        const to = `${parent}/${base}${QUARANTINE}-all${k > 1 ? `.${k}` : ""}`;
-        if ((fs.moveInto ?? moveInto)(dir, to, base)) at = `${to}/${base}`;
-      }
+      const at = moveAside(fs, dir, `${parent}/${base}${QUARANTINE}-all`, base);
       out.push(
         `hallpass: ${
           shown(dir)
